@@ -1,0 +1,66 @@
+"""Application settings: Kafka Streams' names where one exists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.serdes import Json, Serde, as_serde
+
+FAIL = "fail"
+LOG_AND_CONTINUE = "log_and_continue"
+
+_KEYS = {
+    "application.id": "application_id",
+    "default.key.serde": "default_key_serde",
+    "default.value.serde": "default_value_serde",
+    "default.deserialization.exception.handler": "deserialization_handler",
+    "errors.dead.letter.queue.topic.name": "dead_letter_topic",
+    "state.buckets": "state_buckets",
+    "window.close.on.idle.ms": "close_on_idle_ms",
+}
+
+
+@dataclass
+class StreamsConfig:
+    """Validated settings. Build it from a dict of Kafka-style names with :meth:`of`."""
+
+    application_id: str = "kspark-app"
+    default_key_serde: Serde = field(default_factory=Json)
+    default_value_serde: Serde = field(default_factory=Json)
+    #: "fail" (default) stops on an undecodable record; "log_and_continue" skips and counts it
+    deserialization_handler: str = FAIL
+    #: where skipped undecodable records are written (raw bytes), if set
+    dead_letter_topic: str | None = None
+    #: number of state buckets per store and task
+    state_buckets: int = 16
+    #: opt-in: windows closed after the input of a task is idle this long (wall clock), or None
+    close_on_idle_ms: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, config: StreamsConfig | dict[str, Any] | None, **defaults: Any) -> StreamsConfig:
+        if isinstance(config, StreamsConfig):
+            return config
+        values = dict(defaults)
+        extra = {}
+        for key, value in (config or {}).items():
+            attr = _KEYS.get(key, key if key in cls.__dataclass_fields__ else None)
+            if attr is None:
+                if not key.startswith(("spark.", "kafka.")):
+                    known = ", ".join(sorted(_KEYS))
+                    raise ValueError(f"unknown config {key!r}; known: {known}, spark.*, kafka.*")
+                extra[key] = value
+                continue
+            values[attr] = value
+        out = cls(**values, extra=extra)
+        out.default_key_serde = as_serde(out.default_key_serde)
+        out.default_value_serde = as_serde(out.default_value_serde)
+        if out.deserialization_handler not in (FAIL, LOG_AND_CONTINUE):
+            raise ValueError(
+                "default.deserialization.exception.handler must be 'fail' or 'log_and_continue', "
+                f"got {out.deserialization_handler!r}"
+            )
+        if out.state_buckets < 1:
+            raise ValueError(f"state.buckets must be >= 1, got {out.state_buckets}")
+        return out

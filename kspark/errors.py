@@ -1,0 +1,31 @@
+"""Exceptions raised by kspark. Each message names what failed and where."""
+
+from __future__ import annotations
+
+
+class KsparkError(Exception):
+    """Base class of every kspark error."""
+
+
+class TopologyError(KsparkError):
+    """The topology is malformed (unknown parent, duplicate name, unknown store...)."""
+
+
+class StreamsError(KsparkError):
+    """Processing stopped: a record could not be processed."""
+
+
+class SerializationError(KsparkError):
+    """A serde could not serialize or deserialize a value."""
+
+
+class InvalidStateStoreError(KsparkError):
+    """A store was used wrongly (unknown name, read-only, closed)."""
+
+
+class NoSuchElementError(KsparkError):
+    """Read from an empty output topic in the test driver."""
+
+
+class BufferFullError(StreamsError):
+    """A suppression buffer configured to shut down when full became full."""

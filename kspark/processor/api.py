@@ -1,0 +1,95 @@
+"""The Processor API users implement and the context handed to them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kspark._duration import Duration, to_ms
+from kspark.processor.punctuation import Cancellable, PunctuationType, check_interval
+from kspark.records import Record, RecordMetadata
+
+if TYPE_CHECKING:
+    from kspark.state.base import StoreBase
+
+
+class Processor:
+    """Base class of user processors: ``init`` once, ``process`` per record, ``close`` at end."""
+
+    context: ProcessorContext
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessorContext:
+    """A processor's view of its task: forwarding, schedules, stores, clocks and metadata.
+
+    The task behind it (``_task``) is the runtime's :class:`kspark.runtime.task.Task`.
+    """
+
+    def __init__(self, task: Any, node_name: str) -> None:
+        self._task = task
+        self._node = node_name
+        self._slots = 0
+
+    @property
+    def task_id(self) -> str:
+        return self._task.task_id
+
+    @property
+    def application_id(self) -> str:
+        return self._task.application_id
+
+    @property
+    def processor_name(self) -> str:
+        return self._node
+
+    def forward(self, record: Record, child_name: str | None = None) -> None:
+        """Send ``record`` to every child, or only to ``child_name``."""
+        self._task.forward(self._node, record, child_name)
+
+    def schedule(
+        self, interval: Duration, type: PunctuationType, callback: Callable[[int], Any]
+    ) -> Cancellable:
+        """Call ``callback(now)`` every ``interval`` of stream time or wall-clock time."""
+        interval_ms = to_ms(interval, "punctuation interval")
+        check_interval(interval_ms)
+        if not isinstance(type, PunctuationType):
+            raise TypeError(f"punctuation type must be a PunctuationType, got {type!r}")
+        slot = self._slots
+        self._slots += 1
+        return self._task.schedule(self._node, slot, interval_ms, type, callback)
+
+    def get_state_store(self, name: str) -> StoreBase:
+        return self._task.get_state_store(self._node, name)
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._task.wall_clock_ms()
+
+    def record_metadata(self) -> RecordMetadata | None:
+        """Topic, partition and offset of the input record; ``None`` inside a punctuation."""
+        return self._task.record_metadata()
+
+    @property
+    def processor_state(self) -> dict[str, Any]:
+        """A small dict of this processor's own, persisted with the task across restarts
+        (e.g. observed stream time). Values must be picklable."""
+        return self._task.processor_state(self._node)
+
+    def record_dropped(self, reason: str, detail: str) -> None:
+        """Count a record in ``dropped-records`` and log why."""
+        self._task.record_dropped(reason, detail)
+
+    def commit(self) -> None:
+        """Request a commit (kspark commits after every record in the driver and every batch
+        on Spark, so this is a no-op kept for Kafka Streams compatibility)."""

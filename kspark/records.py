@@ -1,0 +1,81 @@
+"""Plain record values shared by every layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+
+class KeyValue(NamedTuple):
+    """A key and a value, as yielded by store iterators and test topics."""
+
+    key: Any
+    value: Any
+
+
+class Change(NamedTuple):
+    """A table update: the new value and the value it replaces (``None`` if absent)."""
+
+    new_value: Any
+    old_value: Any
+
+
+class ValueAndTimestamp(NamedTuple):
+    """A stored value with the timestamp of the record that last wrote it."""
+
+    value: Any
+    timestamp: int
+
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+def to_headers(headers: Any) -> Headers:
+    """Normalise ``None``, a dict or a sequence of pairs into a tuple of ``(name, bytes)``."""
+    if headers is None:
+        return ()
+    items = headers.items() if isinstance(headers, dict) else headers
+    out = []
+    for name, value in items:
+        if isinstance(value, str):
+            value = value.encode()
+        out.append((str(name), value))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A record flowing through a topology: key, value, timestamp (ms) and headers.
+
+    A record forwarded with ``timestamp=None`` takes the timestamp of the record (or the
+    punctuation time) being processed."""
+
+    key: Any
+    value: Any
+    timestamp: int | None = None
+    headers: Headers = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, tuple):
+            object.__setattr__(self, "headers", to_headers(self.headers))
+
+    def with_key(self, key: Any) -> Record:
+        return replace(self, key=key)
+
+    def with_value(self, value: Any) -> Record:
+        return replace(self, value=value)
+
+    def with_timestamp(self, timestamp: int) -> Record:
+        return replace(self, timestamp=timestamp)
+
+    def with_headers(self, headers: Any) -> Record:
+        return replace(self, headers=to_headers(headers))
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where the record being processed came from; ``None`` inside a punctuation."""
+
+    topic: str
+    partition: int
+    offset: int

@@ -1,0 +1,181 @@
+"""Serdes: bytes <-> values, in Kafka's wire formats. ``None`` passes through both ways.
+
+Failures raise :class:`~kspark.errors.SerializationError` naming the serde and the cause."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from kspark.errors import SerializationError
+from kspark.windows import Window, Windowed
+
+
+class Serde:
+    """Base class: subclasses implement ``_serialize`` and ``_deserialize``."""
+
+    name = "Serde"
+
+    def serialize(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            return self._serialize(value)
+        except SerializationError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - re-raised with the serde's name
+            raise SerializationError(
+                f"{self.name} serde cannot serialize {type(value).__name__} {value!r:.80}: {exc}"
+            ) from exc
+
+    def deserialize(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return self._deserialize(bytes(data))
+        except SerializationError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - re-raised with the serde's name
+            raise SerializationError(
+                f"{self.name} serde cannot deserialize {len(data)} bytes {bytes(data)[:40]!r}: {exc}"
+            ) from exc
+
+    def _serialize(self, value: Any) -> bytes:
+        raise NotImplementedError
+
+    def _deserialize(self, data: bytes) -> Any:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class String(Serde):
+    name = "String"
+
+    def _serialize(self, value: Any) -> bytes:
+        if not isinstance(value, str):
+            raise TypeError("expected str")
+        return value.encode("utf-8")
+
+    def _deserialize(self, data: bytes) -> str:
+        return data.decode("utf-8")
+
+
+class Long(Serde):
+    """64-bit signed big-endian integer, as Kafka's ``LongSerde``."""
+
+    name = "Long"
+
+    def _serialize(self, value: Any) -> bytes:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("expected int")
+        return struct.pack(">q", value)
+
+    def _deserialize(self, data: bytes) -> int:
+        if len(data) != 8:
+            raise ValueError(f"size of data received by Long deserializer is not 8 but {len(data)}")
+        return struct.unpack(">q", data)[0]
+
+
+class Double(Serde):
+    name = "Double"
+
+    def _serialize(self, value: Any) -> bytes:
+        return struct.pack(">d", float(value))
+
+    def _deserialize(self, data: bytes) -> float:
+        if len(data) != 8:
+            raise ValueError(f"size of data received by Double deserializer is not 8 but {len(data)}")
+        return struct.unpack(">d", data)[0]
+
+
+class Bytes(Serde):
+    name = "Bytes"
+
+    def _serialize(self, value: Any) -> bytes:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError("expected bytes")
+        return bytes(value)
+
+    def _deserialize(self, data: bytes) -> bytes:
+        return data
+
+
+class Json(Serde):
+    """UTF-8 JSON; any JSON-encodable value."""
+
+    name = "Json"
+
+    def _serialize(self, value: Any) -> bytes:
+        return json.dumps(value, separators=(",", ":"), sort_keys=False).encode("utf-8")
+
+    def _deserialize(self, data: bytes) -> Any:
+        return json.loads(data.decode("utf-8"))
+
+
+class SessionWindowed(Serde):
+    """``Windowed`` keys of session windows: inner key bytes, then end and start (8 bytes each)."""
+
+    name = "SessionWindowed"
+
+    def __init__(self, inner: Serde) -> None:
+        self.inner = as_serde(inner)
+
+    def _serialize(self, value: Any) -> bytes:
+        if not isinstance(value, Windowed):
+            raise TypeError("expected Windowed")
+        key = self.inner.serialize(value.key) or b""
+        return key + struct.pack(">qq", value.window.end, value.window.start)
+
+    def _deserialize(self, data: bytes) -> Windowed:
+        if len(data) < 16:
+            raise ValueError("session-windowed key shorter than 16 bytes")
+        end, start = struct.unpack(">qq", data[-16:])
+        return Windowed(self.inner.deserialize(data[:-16]), Window(start, end))
+
+    def __repr__(self) -> str:
+        return f"SessionWindowed({self.inner!r})"
+
+
+class TimeWindowed(Serde):
+    """``Windowed`` keys of time windows: inner key bytes, then the start (8 bytes)."""
+
+    name = "TimeWindowed"
+
+    def __init__(self, inner: Serde, window_size: int) -> None:
+        self.inner = as_serde(inner)
+        self.window_size = int(window_size)
+
+    def _serialize(self, value: Any) -> bytes:
+        if not isinstance(value, Windowed):
+            raise TypeError("expected Windowed")
+        key = self.inner.serialize(value.key) or b""
+        return key + struct.pack(">q", value.window.start)
+
+    def _deserialize(self, data: bytes) -> Windowed:
+        if len(data) < 8:
+            raise ValueError("time-windowed key shorter than 8 bytes")
+        (start,) = struct.unpack(">q", data[-8:])
+        return Windowed(self.inner.deserialize(data[:-8]), Window(start, start + self.window_size))
+
+    def __repr__(self) -> str:
+        return f"TimeWindowed({self.inner!r}, {self.window_size})"
+
+
+def as_serde(serde: Any) -> Serde:
+    """Accept a serde instance or a serde class; reject anything else with a clear error."""
+    if isinstance(serde, Serde):
+        return serde
+    if isinstance(serde, type) and issubclass(serde, Serde):
+        return serde()
+    if hasattr(serde, "serialize") and hasattr(serde, "deserialize"):
+        return serde
+    raise TypeError(f"expected a serde (e.g. serdes.String()), got {serde!r}")

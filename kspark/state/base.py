@@ -1,0 +1,223 @@
+"""The base every state store is built on.
+
+A store keeps its data in *buckets* (``stable_hash(key) % num_buckets``). In the test driver all
+buckets live in memory. On Spark a :class:`BucketLoader` fetches a bucket from Spark state the
+first time a batch touches it, and the runtime writes back only the buckets marked dirty. Store
+code reaches its data only through :meth:`StoreBase._bucket_for` and
+:meth:`StoreBase._all_buckets`, so both runtimes run the same store code.
+
+Every effective change goes through :meth:`StoreBase._changed`. With caching off a logged store
+writes it to the changelog at once; with caching on the first old value of each store key is
+kept until :meth:`StoreBase.flush` (the commit), which forwards ``Change(new, old)`` to the flush
+listener and writes the final value to the changelog (SEMANTICS.md §6).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from kspark.errors import InvalidStateStoreError
+from kspark.hashing import stable_hash
+
+log = logging.getLogger("kspark.state")
+
+DEFAULT_BUCKETS = 16
+
+#: ``listener(store_key, new_value, old_value, timestamp)`` called for each dirty key at flush.
+FlushListener = Callable[[Any, Any, Any, int], None]
+
+
+class StoreContext(Protocol):
+    """What a store needs from the task that owns it."""
+
+    task_id: str
+
+    def record_timestamp(self) -> int:
+        """Timestamp of the record (or punctuation) being processed; -1 if none."""
+
+    def record_dropped(self, reason: str, detail: str) -> None:
+        """Count one record in ``dropped-records`` and log ``detail``."""
+
+    def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
+        """Append ``(key, value or None, timestamp)`` to ``store``'s changelog."""
+
+
+class BucketLoader(Protocol):
+    """Fetches a bucket's data from durable state (Spark); ``None`` when it has none."""
+
+    def load(self, store: str, bucket: int) -> Any | None: ...
+
+
+class NullContext:
+    """The context of a store used on its own (tests, restoration): no changelog, counts drops."""
+
+    task_id = "standalone"
+
+    def __init__(self) -> None:
+        self.dropped = 0
+        self.timestamp = -1
+        self.changelog: list[tuple[Any, Any, int]] = []
+
+    def record_timestamp(self) -> int:
+        return self.timestamp
+
+    def record_dropped(self, reason: str, detail: str) -> None:
+        self.dropped += 1
+        log.warning("dropped record (%s): %s", reason, detail)
+
+    def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
+        self.changelog.append((key, value, timestamp))
+
+
+class StoreBase:
+    """Common machinery: name, buckets, change tracking, caching, changelog, lifecycle."""
+
+    #: "key_value", "window" or "session"; used by the runtime and by queries.
+    kind = "base"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        caching: bool = False,
+        logging: bool = True,
+        num_buckets: int = DEFAULT_BUCKETS,
+    ) -> None:
+        self.name = name
+        self.caching = caching
+        self.logging = logging
+        self.num_buckets = num_buckets
+        self.context: StoreContext = NullContext()
+        self.read_only = False
+        self._loader: BucketLoader | None = None
+        self._buckets: dict[int, Any] = {}
+        self._dirty_buckets: set[int] = set()
+        self._dirty: dict[Any, tuple[Any, int]] = {}  # store key -> (old value, latest ts)
+        self._flush_listener: FlushListener | None = None
+        self._open = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def init(self, context: StoreContext, loader: BucketLoader | None = None) -> None:
+        """Attach the store to its task. With a ``loader`` buckets are fetched on first use."""
+        self.context = context
+        self._loader = loader
+        self._open = True
+
+    def close(self) -> None:
+        self._open = False
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        """Register the listener that forwards cached changes; returns whether caching is on."""
+        self._flush_listener = listener
+        return self.caching
+
+    # -- buckets -----------------------------------------------------------------------------
+    def _new_bucket(self) -> Any:
+        """An empty bucket's data structure."""
+        raise NotImplementedError
+
+    def _on_bucket_loaded(self, bucket: int, data: Any) -> None:
+        """Hook for housekeeping on a freshly loaded bucket (e.g. dropping expired segments)."""
+
+    def bucket_of(self, key: Any) -> int:
+        if self.num_buckets == 1:
+            return 0
+        return stable_hash(key) % self.num_buckets
+
+    def _bucket_for(self, key: Any, *, create: bool) -> Any | None:
+        return self._bucket(self.bucket_of(key), create=create)
+
+    def _bucket(self, bucket: int, *, create: bool) -> Any | None:
+        data = self._buckets.get(bucket)
+        if data is None and self._loader is not None and bucket not in self._dirty_buckets:
+            loaded = self._loader.load(self.name, bucket)
+            if loaded is not None:
+                self._buckets[bucket] = data = loaded
+                self._on_bucket_loaded(bucket, data)
+        if data is None and create:
+            self._buckets[bucket] = data = self._new_bucket()
+        return data
+
+    def _all_buckets(self) -> Iterator[tuple[int, Any]]:
+        """Every bucket that has data, loading all of them first when a loader is attached."""
+        if self._loader is not None:
+            for b in range(self.num_buckets):
+                self._bucket(b, create=False)
+        for b in sorted(self._buckets):
+            yield b, self._buckets[b]
+
+    def _touch(self, bucket: int) -> None:
+        self._dirty_buckets.add(bucket)
+
+    def dirty_buckets(self) -> dict[int, Any]:
+        """The data of every bucket changed since :meth:`clear_dirty` (``None``: now empty)."""
+        out = {}
+        for b in self._dirty_buckets:
+            data = self._buckets.get(b)
+            out[b] = data if data else None
+        return out
+
+    def clear_dirty(self) -> None:
+        self._dirty_buckets.clear()
+
+    def unload(self) -> None:
+        """Forget every bucket held in memory (the next access loads it again)."""
+        self._buckets.clear()
+        self._dirty_buckets.clear()
+
+    # -- metadata persisted with the buckets --------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        """Small per-store state persisted beside the buckets (e.g. observed stream time)."""
+        return {}
+
+    def restore_meta(self, meta: dict[str, Any]) -> None:
+        """Inverse of :meth:`meta`."""
+
+    # -- writes ------------------------------------------------------------------------------
+    def _check_writable(self, key: Any) -> None:
+        if self.read_only:
+            raise InvalidStateStoreError(f"store {self.name!r} is read-only")
+        if key is None:
+            raise ValueError(f"store {self.name!r}: key must not be None")
+
+    def _timestamp(self, timestamp: int | None) -> int:
+        return self.context.record_timestamp() if timestamp is None else timestamp
+
+    def _changed(self, store_key: Any, old: Any, new: Any, timestamp: int) -> None:
+        """Record one effective change of ``store_key`` (``new is None``: deleted)."""
+        if self.caching:
+            entry = self._dirty.pop(store_key, None)
+            first_old = old if entry is None else entry[0]
+            self._dirty[store_key] = (first_old, timestamp)  # re-inserted: flush order = last update
+        elif self.logging:
+            self.context.log_change(self.name, store_key, new, timestamp)
+
+    def _current(self, store_key: Any) -> Any:
+        """The live value under ``store_key`` (``None`` if absent or expired)."""
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Commit: forward each dirty key's ``Change(new, old)`` and log its final value."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, {}
+        for store_key, (old, timestamp) in dirty.items():
+            new = self._current(store_key)
+            if self.logging:
+                self.context.log_change(self.name, store_key, new, timestamp)
+            if self._flush_listener is not None and (new is not None or old is not None):
+                self._flush_listener(store_key, new, old, timestamp)
+
+    # -- restoration -------------------------------------------------------------------------
+    def restore(self, changelog: Any) -> None:
+        """Apply ``(store key, value or None, timestamp)`` changelog entries in order."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

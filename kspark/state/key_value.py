@@ -1,0 +1,174 @@
+"""The in-memory key-value store (SEMANTICS.md §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sortedcontainers import SortedDict
+
+from kspark.records import KeyValue, ValueAndTimestamp
+from kspark.state._common import check_name, merge_sorted, order_error
+from kspark.state.base import DEFAULT_BUCKETS, StoreBase
+
+
+def _by_key(item: tuple[Any, Any]) -> Any:
+    return item[0]
+
+
+def _to_kv(item: tuple[Any, Any]) -> KeyValue:
+    return KeyValue(item[0], item[1][0])
+
+
+class InMemoryKeyValueStore(StoreBase):
+    """Values (with the timestamp that wrote them) by key; keys are kept sorted.
+
+    Bucket data: ``SortedDict(key -> (value, timestamp))``. The store key is the key.
+    """
+
+    kind = "key_value"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        caching: bool = False,
+        logging: bool = True,
+        num_buckets: int = DEFAULT_BUCKETS,
+    ) -> None:
+        check_name(name)
+        super().__init__(name, caching=caching, logging=logging, num_buckets=num_buckets)
+
+    def _new_bucket(self) -> SortedDict:
+        return SortedDict()
+
+    # -- reads -------------------------------------------------------------------------------
+    def _check_key(self, key: Any) -> None:
+        if key is None:
+            raise ValueError(f"store {self.name!r}: key must not be None")
+
+    def _entry(self, key: Any) -> tuple[Any, int] | None:
+        data = self._bucket_for(key, create=False)
+        return None if data is None else data.get(key)
+
+    def get(self, key: Any) -> Any:
+        """The value of ``key``, or ``None``."""
+        self._check_key(key)
+        entry = self._entry(key)
+        return None if entry is None else entry[0]
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        """The value of ``key`` with the timestamp of the write that stored it, or ``None``."""
+        self._check_key(key)
+        entry = self._entry(key)
+        return None if entry is None else ValueAndTimestamp(entry[0], entry[1])
+
+    def _current(self, store_key: Any) -> Any:
+        entry = self._entry(store_key)
+        return None if entry is None else entry[0]
+
+    def _runs(self, lo: Any, hi: Any, reverse: bool) -> list[list[tuple[Any, Any]]]:
+        runs = []
+        try:
+            for _, data in self._all_buckets():
+                if data:
+                    keys = data.irange(lo, hi, reverse=reverse)
+                    runs.append([(k, data[k]) for k in keys])
+        except TypeError as e:
+            raise order_error(self.name, e) from e
+        return runs
+
+    def range(self, lo: Any, hi: Any) -> list[KeyValue]:
+        """Entries with ``lo <= key <= hi`` (``None``: unbounded), ascending by key."""
+        return merge_sorted(self.name, self._runs(lo, hi, False), _by_key, _to_kv, presorted=True)
+
+    def reverse_range(self, lo: Any, hi: Any) -> list[KeyValue]:
+        """Entries with ``lo <= key <= hi`` (``None``: unbounded), descending by key."""
+        runs = self._runs(lo, hi, True)
+        return merge_sorted(self.name, runs, _by_key, _to_kv, reverse=True, presorted=True)
+
+    def all(self) -> list[KeyValue]:
+        """Every entry, ascending by key."""
+        return self.range(None, None)
+
+    def reverse_all(self) -> list[KeyValue]:
+        """Every entry, descending by key."""
+        return self.reverse_range(None, None)
+
+    def prefix_scan(self, prefix: str | bytes) -> list[KeyValue]:
+        """Entries whose (str or bytes) key starts with ``prefix``, ascending by key."""
+        if not isinstance(prefix, str | bytes):
+            raise TypeError(f"store {self.name!r}: prefix must be str or bytes, got {prefix!r}")
+        runs = []
+        try:
+            for _, data in self._all_buckets():
+                run = []
+                for k in data.irange(minimum=prefix) if data else ():
+                    if not k.startswith(prefix):
+                        break
+                    run.append((k, data[k]))
+                runs.append(run)
+        except TypeError as e:
+            raise order_error(self.name, e) from e
+        return merge_sorted(self.name, runs, _by_key, _to_kv, presorted=True)
+
+    def approximate_num_entries(self) -> int:
+        """The number of entries (exact for this store)."""
+        return sum(len(data) for _, data in self._all_buckets())
+
+    # -- writes ------------------------------------------------------------------------------
+    def _apply(self, key: Any, value: Any, timestamp: int) -> tuple[Any, int] | None:
+        """Store ``(value, timestamp)`` under ``key`` (delete it if ``value is None``); return
+        the previous entry. No checks, logging or caching: shared by writes and restoration."""
+        bucket = self.bucket_of(key)
+        if value is None:
+            data = self._bucket(bucket, create=False)
+            old = data.pop(key, None) if data else None
+            if old is not None:
+                self._touch(bucket)
+            return old
+        data = self._bucket(bucket, create=True)
+        old = data.get(key)
+        try:
+            data[key] = (value, timestamp)
+        except TypeError as e:
+            raise order_error(self.name, e) from e
+        self._touch(bucket)
+        return old
+
+    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """Store ``value`` under ``key`` (``None`` deletes). ``timestamp`` defaults to the
+        timestamp of the record being processed."""
+        self._check_writable(key)
+        ts = self._timestamp(timestamp)
+        old = self._apply(key, value, ts)
+        if old is not None or value is not None:
+            self._changed(key, None if old is None else old[0], value, ts)
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
+        """Store ``value`` unless ``key`` has a value; return that existing value or ``None``."""
+        self._check_writable(key)
+        existing = self._entry(key)
+        if existing is not None:
+            return existing[0]
+        self.put(key, value, timestamp)
+        return None
+
+    def delete(self, key: Any) -> Any:
+        """Delete ``key``; return its previous value or ``None``."""
+        self._check_writable(key)
+        ts = self._timestamp(None)
+        old = self._apply(key, None, ts)
+        if old is None:
+            return None
+        self._changed(key, old[0], None, ts)
+        return old[0]
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        """``put`` each ``(key, value)`` pair in order."""
+        for key, value in entries:
+            self.put(key, value)
+
+    def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
+        for key, value, timestamp in changelog:
+            self._apply(key, value, timestamp)

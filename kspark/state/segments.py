@@ -1,0 +1,265 @@
+"""Segments and retention shared by the window and session stores (SEMANTICS.md §6).
+
+Time-keyed data is split into segments of ``segment_interval_ms`` by a *segment timestamp* (window
+start, session end). The store tracks ``observed_stream_time``, the largest segment timestamp of
+any put or remove. With ``bound = observed_stream_time - retention``:
+
+- a put whose segment id is below ``segment_id(bound)`` (the oldest live segment) is not stored
+  and is counted in ``dropped-records``;
+- segments below the oldest live segment are deleted;
+- an entry whose segment timestamp is ``<= bound`` is expired: reads never return it, even while
+  its segment still exists.
+
+Bucket layout: ``{segment_id: SortedDict(key -> SortedDict(sub_key -> (value, timestamp)))}``,
+where the sub key orders one key's entries in time (window: ``(start, seqnum)``, session:
+``(end, start)``). Empty containers are always removed, so an empty bucket is ``{}`` (falsy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sortedcontainers import SortedDict
+
+from kspark.state._common import check_name, order_error
+from kspark.state.base import DEFAULT_BUCKETS, StoreBase
+
+#: Marker returned by :meth:`SegmentedStore._write` when the target segment has expired.
+EXPIRED = object()
+
+Entry = tuple[Any, int]  # (value, timestamp)
+
+
+def default_segment_interval_ms(retention_ms: int) -> int:
+    """The default segment interval of a store retaining ``retention_ms``."""
+    return max(retention_ms // 2, 60_000)
+
+
+segment_interval_ms = default_segment_interval_ms
+
+
+def segment_id(timestamp: int, interval_ms: int) -> int:
+    """The segment holding ``timestamp``."""
+    return timestamp // interval_ms
+
+
+def min_live_segment(observed_stream_time: int, retention_ms: int, interval_ms: int) -> int:
+    """The oldest segment still live once the store has observed ``observed_stream_time``."""
+    return segment_id(observed_stream_time - retention_ms, interval_ms)
+
+
+class SegmentedStore(StoreBase):
+    """Retention, segments and observed stream time of the window and session stores."""
+
+    #: What the segment timestamp is, for messages ("window start", "session end").
+    segment_time_name = "timestamp"
+
+    def __init__(
+        self,
+        name: str,
+        retention_ms: int,
+        segment_interval_ms: int | None = None,
+        *,
+        caching: bool = False,
+        logging: bool = True,
+        num_buckets: int = DEFAULT_BUCKETS,
+    ) -> None:
+        check_name(name)
+        if retention_ms < 0:
+            raise ValueError(f"store {name!r}: retention must be >= 0 ms, got {retention_ms}")
+        interval = (
+            default_segment_interval_ms(retention_ms)
+            if segment_interval_ms is None
+            else segment_interval_ms
+        )
+        if interval <= 0:
+            raise ValueError(f"store {name!r}: segment interval must be > 0 ms, got {interval}")
+        super().__init__(name, caching=caching, logging=logging, num_buckets=num_buckets)
+        self.retention_ms = retention_ms
+        self.segment_interval_ms = interval
+        self.observed_stream_time = -1
+        self._swept_below = self.min_live_segment()
+
+    # -- time --------------------------------------------------------------------------------
+    def segment_id(self, timestamp: int) -> int:
+        return timestamp // self.segment_interval_ms
+
+    def min_live_segment(self) -> int:
+        """Segments below this id are expired and deleted."""
+        return min_live_segment(self.observed_stream_time, self.retention_ms, self.segment_interval_ms)
+
+    @property
+    def expiry_bound(self) -> int:
+        """Entries whose segment timestamp is ``<=`` this are expired."""
+        return self.observed_stream_time - self.retention_ms
+
+    def _observe(self, segment_ts: int) -> None:
+        """Advance observed stream time; delete the segments that expire with it."""
+        if segment_ts <= self.observed_stream_time:
+            return
+        self.observed_stream_time = segment_ts
+        self._sweep_loaded()
+
+    def _sweep_loaded(self) -> None:
+        live = self.min_live_segment()
+        if live <= self._swept_below:
+            return
+        self._swept_below = live
+        for bucket, data in list(self._buckets.items()):
+            if self._drop_expired_segments(data):
+                self._touch(bucket)
+
+    def _drop_expired_segments(self, data: dict[int, Any]) -> bool:
+        live = self.min_live_segment()
+        expired = [seg for seg in data if seg < live]
+        for seg in expired:
+            del data[seg]
+        return bool(expired)
+
+    def _on_bucket_loaded(self, bucket: int, data: Any) -> None:
+        if self._drop_expired_segments(data):
+            self._touch(bucket)
+
+    def meta(self) -> dict[str, Any]:
+        return {"observed_stream_time": self.observed_stream_time}
+
+    def restore_meta(self, meta: dict[str, Any]) -> None:
+        self.observed_stream_time = max(
+            self.observed_stream_time, int(meta.get("observed_stream_time", -1))
+        )
+        self._sweep_loaded()
+
+    def _drop_detail(self, key: Any, segment_ts: int) -> str:
+        live = self.min_live_segment()
+        return (
+            f"store {self.name!r}: skipping put of key {key!r} with {self.segment_time_name} "
+            f"{segment_ts}: its segment {self.segment_id(segment_ts)} is older than the oldest "
+            f"live segment {live} (observed stream time {self.observed_stream_time}, retention "
+            f"{self.retention_ms} ms, live data has {self.segment_time_name} > "
+            f"{self.expiry_bound})"
+        )
+
+    # -- bucket data -------------------------------------------------------------------------
+    def _new_bucket(self) -> dict[int, Any]:
+        return {}
+
+    def _write(self, key: Any, segment_ts: int, sub: Any, value: Any, timestamp: int) -> Any:
+        """Observe ``segment_ts``, then store ``(value, timestamp)`` under ``(key, sub)`` (or
+        delete it when ``value is None``). Returns :data:`EXPIRED` if the segment has expired
+        (nothing done), else the previous live value or ``None``."""
+        self._observe(segment_ts)
+        seg = self.segment_id(segment_ts)
+        if seg < self.min_live_segment():
+            return EXPIRED
+        bucket = self.bucket_of(key)
+        if value is None:
+            old = self._del_entry(bucket, key, seg, sub)
+        else:
+            old = self._set_entry(bucket, key, seg, sub, (value, timestamp))
+        if old is None or segment_ts <= self.expiry_bound:
+            return None
+        return old[0]
+
+    def _set_entry(self, bucket: int, key: Any, seg: int, sub: Any, entry: Entry) -> Entry | None:
+        data = self._bucket(bucket, create=True)
+        segment = data.get(seg)
+        if segment is None:
+            segment = data[seg] = SortedDict()
+        subs = segment.get(key)
+        if subs is None:
+            try:
+                segment[key] = subs = SortedDict()
+            except TypeError as e:
+                if not segment:
+                    del data[seg]
+                raise order_error(self.name, e) from e
+        old = subs.get(sub)
+        subs[sub] = entry
+        self._touch(bucket)
+        return old
+
+    def _del_entry(self, bucket: int, key: Any, seg: int, sub: Any) -> Entry | None:
+        data = self._bucket(bucket, create=False)
+        if not data:
+            return None
+        segment = data.get(seg)
+        if segment is None:
+            return None
+        subs = segment.get(key)
+        if subs is None:
+            return None
+        old = subs.pop(sub, None)
+        if old is None:
+            return None
+        if not subs:
+            del segment[key]
+            if not segment:
+                del data[seg]
+        self._touch(bucket)
+        return old
+
+    def _get_entry(self, key: Any, seg: int, sub: Any) -> Entry | None:
+        data = self._bucket_for(key, create=False)
+        if not data:
+            return None
+        segment = data.get(seg)
+        if segment is None:
+            return None
+        subs = segment.get(key)
+        return None if subs is None else subs.get(sub)
+
+    @staticmethod
+    def _segments(data: dict[int, Any], seg_lo: int | None, seg_hi: int | None) -> list[int]:
+        return sorted(
+            s
+            for s in data
+            if (seg_lo is None or s >= seg_lo) and (seg_hi is None or s <= seg_hi)
+        )
+
+    def _key_entries(
+        self,
+        key: Any,
+        seg_lo: int | None,
+        seg_hi: int | None,
+        sub_lo: Any,
+        sub_hi: Any,
+    ) -> Iterator[tuple[Any, Entry]]:
+        """``(sub, entry)`` of one key with ``sub_lo <= sub <= sub_hi`` (``None``: unbounded)
+        in ascending sub order (segments are ordered by the first component of the sub key)."""
+        data = self._bucket_for(key, create=False)
+        if not data:
+            return
+        for seg in self._segments(data, seg_lo, seg_hi):
+            subs = data[seg].get(key)
+            if subs:
+                for sub in subs.irange(sub_lo, sub_hi):
+                    yield sub, subs[sub]
+
+    def _range_runs(
+        self,
+        key_lo: Any,
+        key_hi: Any,
+        seg_lo: int | None,
+        seg_hi: int | None,
+        sub_lo: Any,
+        sub_hi: Any,
+    ) -> list[list[tuple[Any, Any, Entry]]]:
+        """Per bucket, every ``(key, sub, entry)`` with the key in ``[key_lo, key_hi]`` and the
+        sub key in ``[sub_lo, sub_hi]`` (``None``: unbounded), in no particular order."""
+        runs = []
+        try:
+            for _, data in self._all_buckets():
+                if not data:
+                    continue
+                run = []
+                for seg in self._segments(data, seg_lo, seg_hi):
+                    segment = data[seg]
+                    for key in segment.irange(key_lo, key_hi):
+                        subs = segment[key]
+                        for sub in subs.irange(sub_lo, sub_hi):
+                            run.append((key, sub, subs[sub]))
+                runs.append(run)
+        except TypeError as e:
+            raise order_error(self.name, e) from e
+        return runs

@@ -1,0 +1,267 @@
+"""TopologyTestDriver: runs a topology's tasks in-process, deterministically.
+
+After every piped record the driver processes it, runs due stream-time punctuations and commits
+(store caches flush), like Kafka Streams' driver. Records written to a topic the topology itself
+reads (repartition topics) are processed right away, in order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from kspark._duration import Duration, to_ms
+from kspark.config import StreamsConfig
+from kspark.errors import InvalidStateStoreError, NoSuchElementError, TopologyError
+from kspark.records import Headers, KeyValue, to_headers
+from kspark.runtime.metrics import Metrics
+from kspark.runtime.task import OutputRecord, SourceRecord, Task
+from kspark.serdes import Serde, as_serde
+from kspark.state.base import StoreBase
+from kspark.topology.topology import Topology
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """A record read from (or piped into) a test topic."""
+
+    __test__ = False  # not a pytest test class
+
+    key: Any
+    value: Any
+    timestamp: int | None = None
+    headers: Headers = ()
+
+
+class TopologyTestDriver:
+    """Drive ``topology`` record by record with a mocked wall clock."""
+
+    __test__ = False
+
+    def __init__(self, topology: Topology, initial_wall_clock_ms: int = 0,
+                 config: StreamsConfig | dict[str, Any] | None = None) -> None:
+        topology.validate()
+        self.topology = topology
+        self.config = StreamsConfig.of(config, application_id="test-app")
+        self._wall_clock = to_ms(initial_wall_clock_ms, "initial wall clock")
+        self._metrics = Metrics()
+        self._offsets: dict[str, int] = {}
+        self._outputs: dict[str, deque[OutputRecord]] = {}
+        self.changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
+        self.tasks: list[Task] = []
+        for st in topology.sub_topologies():
+            task = Task(topology, st, 0, config=self.config, metrics=self._metrics,
+                        wall_clock=lambda: self._wall_clock)
+            self.tasks.append(task)
+        for task in self.tasks:
+            task.init()
+        self._collect()
+
+    # -- topics ------------------------------------------------------------------------------
+    def create_input_topic(self, topic: str, key_serde: Any = None, value_serde: Any = None,
+                           start_timestamp: Duration = 0,
+                           auto_advance: Duration = 0) -> TestInputTopic:
+        if self.topology.sub_topology_for_topic(topic) is None:
+            raise TopologyError(f"unknown input topic {topic!r}: no source of the topology reads "
+                                f"it (sources: {self.topology.source_topics()})")
+        return TestInputTopic(self, topic, self._serde(key_serde, True),
+                              self._serde(value_serde, False), to_ms(start_timestamp),
+                              to_ms(auto_advance))
+
+    def create_output_topic(self, topic: str, key_serde: Any = None,
+                            value_serde: Any = None) -> TestOutputTopic:
+        return TestOutputTopic(self, topic, self._serde(key_serde, True),
+                               self._serde(value_serde, False))
+
+    def _serde(self, serde: Any, is_key: bool) -> Serde:
+        if serde is None:
+            return self.config.default_key_serde if is_key else self.config.default_value_serde
+        return as_serde(serde)
+
+    def produced_topic_names(self) -> list[str]:
+        return sorted(self._outputs)
+
+    # -- driving -----------------------------------------------------------------------------
+    def _task_for(self, topic: str) -> Task:
+        st = self.topology.sub_topology_for_topic(topic)
+        if st is None:
+            raise TopologyError(f"unknown topic {topic!r}")
+        return self.tasks[st.id]
+
+    def pipe_raw(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+                 headers: Headers = ()) -> None:
+        """Process one serialized record from ``topic`` and everything it causes."""
+        work = deque([(topic, key, value, timestamp, headers)])
+        while work:
+            topic, key, value, timestamp, headers = work.popleft()
+            offset = self._offsets.get(topic, 0)
+            self._offsets[topic] = offset + 1
+            task = self._task_for(topic)
+            task.process(SourceRecord(topic, 0, offset, timestamp, key, value, headers))
+            task.punctuate_stream_time()
+            task.commit()
+            for out in self._collect():
+                work.append((out.topic, out.key, out.value, out.timestamp, out.headers))
+
+    def advance_wall_clock_time(self, advance: Duration) -> None:
+        """Move the mocked wall clock forward and fire due wall-clock punctuations."""
+        ms = to_ms(advance, "advance")
+        if ms < 0:
+            raise ValueError(f"wall clock cannot go back (advance {ms} ms)")
+        self._wall_clock += ms
+        for task in self.tasks:
+            task.punctuate_wall_clock(self._wall_clock)
+            task.commit()
+            for out in self._collect():
+                self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)
+
+    def _collect(self) -> list[OutputRecord]:
+        """Move task outputs to output topics; return those the topology reads itself."""
+        internal = []
+        for task in self.tasks:
+            for out in task.drain_output():
+                if self.topology.sub_topology_for_topic(out.topic) is not None:
+                    internal.append(out)
+                if out.topic not in self.topology.internal_topics:
+                    self._outputs.setdefault(out.topic, deque()).append(out)
+            for store, entries in task.drain_changelog().items():
+                self.changelogs.setdefault(store, []).extend(entries)
+        return internal
+
+    # -- stores and metrics ------------------------------------------------------------------
+    def get_state_store(self, name: str) -> StoreBase:
+        for task in self.tasks:
+            if name in task.stores:
+                return task.stores[name]
+        raise InvalidStateStoreError(
+            f"no store {name!r}; stores: {sorted(s for t in self.tasks for s in t.stores)}")
+
+    def _typed_store(self, name: str, kind: str) -> StoreBase:
+        store = self.get_state_store(name)
+        if store.kind != kind:
+            raise InvalidStateStoreError(f"store {name!r} is a {store.kind} store, not {kind}")
+        return store
+
+    def get_key_value_store(self, name: str) -> Any:
+        return self._typed_store(name, "key_value")
+
+    def get_window_store(self, name: str) -> Any:
+        return self._typed_store(name, "window")
+
+    def get_session_store(self, name: str) -> Any:
+        return self._typed_store(name, "session")
+
+    def metrics(self) -> dict[str, int]:
+        return self._metrics.snapshot()
+
+    @property
+    def wall_clock_ms(self) -> int:
+        return self._wall_clock
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.close()
+
+    def __enter__(self) -> TopologyTestDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TestInputTopic:
+    """Pipes records into one topic; timestamps default to the topic's own clock."""
+
+    __test__ = False
+
+    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Serde,
+                 value_serde: Serde, start_timestamp: int, auto_advance: int) -> None:
+        self.driver, self.topic = driver, topic
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self.current_time = start_timestamp
+        self.auto_advance = auto_advance
+
+    def pipe_input(self, key: Any, value: Any = None, timestamp: Duration | None = None,
+                   headers: Any = None) -> None:
+        if timestamp is None:
+            ts = self.current_time
+            self.current_time += self.auto_advance
+        else:
+            ts = to_ms(timestamp, "timestamp")
+        self.driver.pipe_raw(self.topic, self.key_serde.serialize(key),
+                             self.value_serde.serialize(value), ts, to_headers(headers))
+
+    def pipe_record(self, record: TestRecord) -> None:
+        self.pipe_input(record.key, record.value, record.timestamp, record.headers)
+
+    def pipe_key_value_list(self, pairs: list[tuple[Any, Any]]) -> None:
+        for key, value in pairs:
+            self.pipe_input(key, value)
+
+    def pipe_value_list(self, values: list[Any]) -> None:
+        for value in values:
+            self.pipe_input(None, value)
+
+    def pipe_records(self, records: list[TestRecord]) -> None:
+        for record in records:
+            self.pipe_record(record)
+
+    def advance_time(self, advance: Duration) -> None:
+        self.current_time += to_ms(advance, "advance")
+
+
+class TestOutputTopic:
+    """Reads what the topology wrote to one topic, oldest first."""
+
+    __test__ = False
+
+    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Serde,
+                 value_serde: Serde) -> None:
+        self.driver, self.topic = driver, topic
+        self.key_serde, self.value_serde = key_serde, value_serde
+
+    def _queue(self) -> deque[OutputRecord]:
+        return self.driver._outputs.setdefault(self.topic, deque())
+
+    def read_record(self) -> TestRecord:
+        queue = self._queue()
+        if not queue:
+            raise NoSuchElementError(f"output topic {self.topic!r} is empty")
+        out = queue.popleft()
+        return TestRecord(self.key_serde.deserialize(out.key),
+                          self.value_serde.deserialize(out.value), out.timestamp, out.headers)
+
+    def read_key_value(self) -> KeyValue:
+        rec = self.read_record()
+        return KeyValue(rec.key, rec.value)
+
+    def read_value(self) -> Any:
+        return self.read_record().value
+
+    def read_records_to_list(self) -> list[TestRecord]:
+        out = []
+        while not self.is_empty():
+            out.append(self.read_record())
+        return out
+
+    def read_key_values_to_list(self) -> list[KeyValue]:
+        return [KeyValue(r.key, r.value) for r in self.read_records_to_list()]
+
+    def read_values_to_list(self) -> list[Any]:
+        return [r.value for r in self.read_records_to_list()]
+
+    def read_key_values_to_map(self) -> dict[Any, Any]:
+        """The last value per key (``None`` values kept, as Kafka Streams does)."""
+        out: dict[Any, Any] = {}
+        for rec in self.read_records_to_list():
+            if rec.key is None:
+                raise ValueError("read_key_values_to_map does not allow null keys")
+            out[rec.key] = rec.value
+        return out
+
+    def is_empty(self) -> bool:
+        return not self._queue()
+
+    def get_queue_size(self) -> int:
+        return len(self._queue())

@@ -1,0 +1,287 @@
+"""The processor graph: sources, processors, stores and sinks, split into sub-topologies."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.errors import TopologyError
+from kspark.processor.api import Processor
+from kspark.serdes import Serde, as_serde
+
+ProcessorSupplier = Callable[[], Processor]
+
+
+@dataclass
+class SourceNode:
+    name: str
+    topics: list[str]
+    key_serde: Serde | None
+    value_serde: Serde | None
+    pattern: re.Pattern[str] | None = None
+
+
+@dataclass
+class ProcessorNode:
+    name: str
+    supplier: ProcessorSupplier
+    parents: list[str]
+    stores: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SinkNode:
+    name: str
+    topic: str
+    parents: list[str]
+    key_serde: Serde | None
+    value_serde: Serde | None
+
+
+Node = SourceNode | ProcessorNode | SinkNode
+
+
+@dataclass
+class SubTopology:
+    """A connected part of the graph; each partition of its sources runs as one task."""
+
+    id: int
+    nodes: list[str]
+    source_topics: list[str]
+    sink_topics: list[str]
+    stores: list[str]
+
+
+def _as_supplier(supplier: Any, name: str) -> ProcessorSupplier:
+    if isinstance(supplier, Processor):
+        raise TopologyError(
+            f"processor {name!r}: pass a supplier (a Processor subclass or a zero-argument "
+            "factory), not a Processor instance: each task needs its own instance"
+        )
+    if not callable(supplier):
+        raise TopologyError(f"processor {name!r}: supplier {supplier!r} is not callable")
+    return supplier
+
+
+def _serde(serde: Any) -> Serde | None:
+    return None if serde is None else as_serde(serde)
+
+
+class Topology:
+    """A graph of processors; built by hand or by :class:`kspark.StreamsBuilder`."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.store_builders: dict[str, Any] = {}
+        #: repartition topics owned by the application: name -> number of partitions (or None)
+        self.internal_topics: dict[str, int | None] = {}
+        #: stores restored from (and only from) another topic, read-only: store -> topic
+        self.source_stores: dict[str, str] = {}
+
+    # -- building ----------------------------------------------------------------------------
+    def _check_new(self, name: str) -> None:
+        if not name:
+            raise TopologyError("node name must not be empty")
+        if name in self.nodes:
+            raise TopologyError(f"node {name!r} is already added to the topology")
+
+    def _check_parents(self, name: str, parents: tuple[str, ...]) -> list[str]:
+        if not parents:
+            raise TopologyError(f"node {name!r} needs at least one parent")
+        for p in parents:
+            if p == name:
+                raise TopologyError(f"node {name!r} cannot be its own parent")
+            if p not in self.nodes:
+                raise TopologyError(f"parent {p!r} of node {name!r} is not in the topology")
+            if isinstance(self.nodes[p], SinkNode):
+                raise TopologyError(f"parent {p!r} of node {name!r} is a sink and has no children")
+        return list(parents)
+
+    def add_source(
+        self,
+        name: str,
+        topic: str | list[str] | re.Pattern[str],
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> Topology:
+        """Read ``topic`` (a name, a list of names, or a compiled pattern)."""
+        self._check_new(name)
+        pattern = topic if isinstance(topic, re.Pattern) else None
+        topics = [] if pattern else [topic] if isinstance(topic, str) else list(topic)
+        for t in topics:
+            for node in self.nodes.values():
+                if isinstance(node, SourceNode) and t in node.topics:
+                    raise TopologyError(f"topic {t!r} is already read by source {node.name!r}")
+        self.nodes[name] = SourceNode(name, topics, _serde(key_serde), _serde(value_serde), pattern)
+        return self
+
+    def add_processor(self, name: str, supplier: Any, *parent_names: str) -> Topology:
+        self._check_new(name)
+        parents = self._check_parents(name, parent_names)
+        self.nodes[name] = ProcessorNode(name, _as_supplier(supplier, name), parents)
+        return self
+
+    def add_sink(
+        self,
+        name: str,
+        topic: str,
+        *parent_names: str,
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> Topology:
+        self._check_new(name)
+        parents = self._check_parents(name, parent_names)
+        self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde), _serde(value_serde))
+        return self
+
+    def add_state_store(self, store_builder: Any, *processor_names: str) -> Topology:
+        name = store_builder.name
+        if name in self.store_builders:
+            raise TopologyError(f"store {name!r} is already added to the topology")
+        self.store_builders[name] = store_builder
+        if processor_names:
+            self.connect_processor_and_state_stores(*processor_names[:1], name)
+            for p in processor_names[1:]:
+                self.connect_processor_and_state_stores(p, name)
+        return self
+
+    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
+        node = self.nodes.get(processor_name)
+        if not isinstance(node, ProcessorNode):
+            raise TopologyError(f"processor {processor_name!r} is not in the topology")
+        for s in store_names:
+            if s not in self.store_builders:
+                raise TopologyError(
+                    f"store {s!r} (for processor {processor_name!r}) is not added to the topology"
+                )
+            if s not in node.stores:
+                node.stores.append(s)
+        return self
+
+    # -- structure ---------------------------------------------------------------------------
+    def children(self, name: str) -> list[str]:
+        return [n.name for n in self.nodes.values() if not isinstance(n, SourceNode)
+                and name in n.parents]
+
+    def sub_topologies(self) -> list[SubTopology]:
+        """Connected components (by edges and shared stores), numbered in insertion order."""
+        parent_of = {n: n for n in self.nodes}
+
+        def find(x: str) -> str:
+            while parent_of[x] != x:
+                parent_of[x] = parent_of[parent_of[x]]
+                x = parent_of[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent_of[rb] = ra
+
+        store_owner: dict[str, str] = {}
+        for node in self.nodes.values():
+            if isinstance(node, SourceNode):
+                continue
+            for p in node.parents:
+                union(p, node.name)
+            if isinstance(node, ProcessorNode):
+                for s in node.stores:
+                    if s in store_owner:
+                        union(store_owner[s], node.name)
+                    else:
+                        store_owner[s] = node.name
+        groups: dict[str, list[str]] = {}
+        for name in self.nodes:
+            groups.setdefault(find(name), []).append(name)
+        out = []
+        for i, names in enumerate(groups.values()):
+            sources = [t for n in names if isinstance(self.nodes[n], SourceNode)
+                       for t in self.nodes[n].topics]  # type: ignore[union-attr]
+            sinks = [self.nodes[n].topic for n in names if isinstance(self.nodes[n], SinkNode)]  # type: ignore[union-attr]
+            stores = []
+            for n in names:
+                node = self.nodes[n]
+                if isinstance(node, ProcessorNode):
+                    stores.extend(s for s in node.stores if s not in stores)
+            out.append(SubTopology(i, names, sources, sinks, stores))
+        return out
+
+    def sub_topology_for_topic(self, topic: str) -> SubTopology | None:
+        for st in self.sub_topologies():
+            if topic in st.source_topics:
+                return st
+            for n in st.nodes:
+                node = self.nodes[n]
+                if isinstance(node, SourceNode) and node.pattern and node.pattern.fullmatch(topic):
+                    return st
+        return None
+
+    def source_topics(self) -> list[str]:
+        return [t for n in self.nodes.values() if isinstance(n, SourceNode) for t in n.topics]
+
+    def external_source_topics(self) -> list[str]:
+        return [t for t in self.source_topics() if t not in self.internal_topics]
+
+    def sink_topics(self) -> list[str]:
+        out: list[str] = []
+        for n in self.nodes.values():
+            if isinstance(n, SinkNode) and n.topic not in out:
+                out.append(n.topic)
+        return out
+
+    def external_sink_topics(self) -> list[str]:
+        return [t for t in self.sink_topics() if t not in self.internal_topics]
+
+    def validate(self) -> None:
+        """Raise :class:`TopologyError` if the topology cannot run."""
+        if not any(isinstance(n, SourceNode) for n in self.nodes.values()):
+            raise TopologyError("topology has no source")
+        for name, node in self.nodes.items():
+            if isinstance(node, ProcessorNode):
+                for s in node.stores:
+                    if s not in self.store_builders:
+                        raise TopologyError(f"processor {name!r} uses unknown store {s!r}")
+
+    def describe(self) -> TopologyDescription:
+        return TopologyDescription(self)
+
+    def __repr__(self) -> str:
+        return str(self.describe())
+
+
+class TopologyDescription:
+    """Readable structure of a topology, in the layout of Kafka Streams' ``describe()``."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.sub_topologies = topology.sub_topologies()
+
+    def __str__(self) -> str:
+        t = self.topology
+        lines = ["Topologies:"]
+        for st in self.sub_topologies:
+            lines.append(f"   Sub-topology: {st.id}")
+            for name in st.nodes:
+                node = t.nodes[name]
+                if isinstance(node, SourceNode):
+                    what = f"topics: [{', '.join(node.topics)}]" if not node.pattern else (
+                        f"pattern: [{node.pattern.pattern}]")
+                    lines.append(f"    Source: {name} ({what})")
+                elif isinstance(node, ProcessorNode):
+                    lines.append(f"    Processor: {name} (stores: [{', '.join(node.stores)}])")
+                else:
+                    lines.append(f"    Sink: {name} (topic: {node.topic})")
+                children = t.children(name)
+                if children:
+                    lines.append(f"      --> {', '.join(children)}")
+                elif not isinstance(node, SinkNode):
+                    lines.append("      --> none")
+                if not isinstance(node, SourceNode):
+                    lines.append(f"      <-- {', '.join(node.parents)}")
+            lines.append("")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)

@@ -1,0 +1,172 @@
+"""Window specifications and window values (SEMANTICS.md §2, §3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from kspark._duration import Duration, to_ms
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Window:
+    """A time window ``[start, end]`` in ms. Session windows are inclusive at both ends; time
+    windows are ``[start, end)``. Equality and hashing by value."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise ValueError(f"window end {self.end} is before its start {self.start}")
+
+    def overlaps(self, other: Window) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Windowed:
+    """A key together with the window it was aggregated in."""
+
+    key: Any
+    window: Window
+
+    def __repr__(self) -> str:
+        return f"Windowed({self.key!r}, [{self.window.start}, {self.window.end}])"
+
+
+def _positive(value: Duration, what: str) -> int:
+    ms = to_ms(value, what)
+    if ms <= 0:
+        raise ValueError(f"{what} must be > 0 ms, got {ms}")
+    return ms
+
+
+def _non_negative(value: Duration, what: str) -> int:
+    ms = to_ms(value, what)
+    if ms < 0:
+        raise ValueError(f"{what} must be >= 0 ms, got {ms}")
+    return ms
+
+
+@dataclass(frozen=True, slots=True)
+class SessionWindows:
+    """Sessions separated by an inactivity gap, accepting late records for ``grace`` ms."""
+
+    inactivity_gap_ms: int
+    grace_ms: int
+
+    def __post_init__(self) -> None:
+        if self.inactivity_gap_ms <= 0:
+            raise ValueError(f"inactivity gap must be > 0 ms, got {self.inactivity_gap_ms}")
+        if self.grace_ms < 0:
+            raise ValueError(f"grace must be >= 0 ms, got {self.grace_ms}")
+
+    @classmethod
+    def of_inactivity_gap_with_no_grace(cls, gap: Duration) -> SessionWindows:
+        return cls(_positive(gap, "inactivity gap"), 0)
+
+    @classmethod
+    def of_inactivity_gap_and_grace(cls, gap: Duration, grace: Duration) -> SessionWindows:
+        return cls(_positive(gap, "inactivity gap"), _non_negative(grace, "grace"))
+
+    @property
+    def default_retention_ms(self) -> int:
+        return self.inactivity_gap_ms + self.grace_ms
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindows:
+    """Tumbling (``advance == size``) or hopping windows ``[n*advance, n*advance + size)``."""
+
+    size_ms: int
+    grace_ms: int
+    advance_ms: int
+
+    def __post_init__(self) -> None:
+        if self.size_ms <= 0:
+            raise ValueError(f"window size must be > 0 ms, got {self.size_ms}")
+        if self.grace_ms < 0:
+            raise ValueError(f"grace must be >= 0 ms, got {self.grace_ms}")
+        if self.advance_ms <= 0 or self.advance_ms > self.size_ms:
+            raise ValueError(
+                f"advance must be > 0 and <= window size {self.size_ms} ms, got {self.advance_ms}"
+            )
+
+    @classmethod
+    def of_size_with_no_grace(cls, size: Duration) -> TimeWindows:
+        ms = _positive(size, "window size")
+        return cls(ms, 0, ms)
+
+    @classmethod
+    def of_size_and_grace(cls, size: Duration, grace: Duration) -> TimeWindows:
+        ms = _positive(size, "window size")
+        return cls(ms, _non_negative(grace, "grace"), ms)
+
+    def advance_by(self, advance: Duration) -> TimeWindows:
+        """Return hopping windows of the same size and grace advancing by ``advance``."""
+        return TimeWindows(self.size_ms, self.grace_ms, _positive(advance, "advance"))
+
+    @property
+    def default_retention_ms(self) -> int:
+        return self.size_ms + self.grace_ms
+
+    def windows_for(self, timestamp: int) -> list[Window]:
+        """Every window containing ``timestamp``: starts in ``(ts - size, ts]`` and >= 0,
+        in ascending start order."""
+        first = max(0, timestamp - self.size_ms + self.advance_ms)
+        start = (first // self.advance_ms) * self.advance_ms
+        if start <= timestamp - self.size_ms:
+            start += self.advance_ms
+        out = []
+        while start <= timestamp:
+            out.append(Window(start, start + self.size_ms))
+            start += self.advance_ms
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingWindows:
+    """Windows ``[t - diff, t]`` (inclusive) created as records enter or leave them."""
+
+    time_difference_ms: int
+    grace_ms: int
+
+    def __post_init__(self) -> None:
+        if self.time_difference_ms <= 0:
+            raise ValueError(f"time difference must be > 0 ms, got {self.time_difference_ms}")
+        if self.grace_ms < 0:
+            raise ValueError(f"grace must be >= 0 ms, got {self.grace_ms}")
+
+    @classmethod
+    def of_time_difference_with_no_grace(cls, diff: Duration) -> SlidingWindows:
+        return cls(_positive(diff, "time difference"), 0)
+
+    @classmethod
+    def of_time_difference_and_grace(cls, diff: Duration, grace: Duration) -> SlidingWindows:
+        return cls(_positive(diff, "time difference"), _non_negative(grace, "grace"))
+
+    @property
+    def default_retention_ms(self) -> int:
+        return self.time_difference_ms * 2 + self.grace_ms
+
+
+class EmitType(Enum):
+    ON_WINDOW_UPDATE = "on_window_update"
+    ON_WINDOW_CLOSE = "on_window_close"
+
+
+@dataclass(frozen=True, slots=True)
+class EmitStrategy:
+    """When a windowed aggregation forwards results: on every update or once on close."""
+
+    type: EmitType
+
+    @classmethod
+    def on_window_update(cls) -> EmitStrategy:
+        return cls(EmitType.ON_WINDOW_UPDATE)
+
+    @classmethod
+    def on_window_close(cls) -> EmitStrategy:
+        return cls(EmitType.ON_WINDOW_CLOSE)
