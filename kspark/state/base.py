@@ -194,7 +194,8 @@ class StoreBase:
         if self.caching:
             entry = self._dirty.pop(store_key, None)
             first_old = old if entry is None else entry[0]
-            self._dirty[store_key] = (first_old, timestamp)  # re-inserted: flush order = last update
+            # re-inserted at the end: flush order = order of last update
+            self._dirty[store_key] = (first_old, timestamp)
         elif self.logging:
             self.context.log_change(self.name, store_key, new, timestamp)
 

@@ -87,7 +87,9 @@ class SegmentedStore(StoreBase):
 
     def min_live_segment(self) -> int:
         """Segments below this id are expired and deleted."""
-        return min_live_segment(self.observed_stream_time, self.retention_ms, self.segment_interval_ms)
+        return min_live_segment(
+            self.observed_stream_time, self.retention_ms, self.segment_interval_ms
+        )
 
     @property
     def expiry_bound(self) -> int:
@@ -212,9 +214,7 @@ class SegmentedStore(StoreBase):
     @staticmethod
     def _segments(data: dict[int, Any], seg_lo: int | None, seg_hi: int | None) -> list[int]:
         return sorted(
-            s
-            for s in data
-            if (seg_lo is None or s >= seg_lo) and (seg_hi is None or s <= seg_hi)
+            s for s in data if (seg_lo is None or s >= seg_lo) and (seg_hi is None or s <= seg_hi)
         )
 
     def _key_entries(

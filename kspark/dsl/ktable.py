@@ -1,0 +1,151 @@
+"""KTable: a changelog stream seen as a table; carries ``Change(new, old)`` values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from kspark.dsl import processors as p
+from kspark.dsl.builder import (
+    StreamsBuilder,
+    key_value_store_builder,
+    optional_serde,
+    store_name_for,
+)
+from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.errors import TopologyError
+from kspark.serdes import Serde
+
+if TYPE_CHECKING:
+    from kspark.dsl.kgrouped_table import KGroupedTable
+    from kspark.dsl.kstream import KStream
+    from kspark.dsl.suppress import Suppressed
+
+
+class KTable:
+    """A table keyed by the record key. Internally each update flows as
+    ``Change(new, old)`` (``new is None``: the key was deleted); :meth:`to_stream` turns it
+    back into a stream of new values."""
+
+    def __init__(self, builder: StreamsBuilder, node: str, *, store_name: str | None = None,
+                 queryable: bool = False, key_serde: Serde | None = None,
+                 value_serde: Serde | None = None,
+                 suppress_duration_ms: int | None = None) -> None:
+        self._builder = builder
+        self._node = node
+        self._store_name = store_name
+        self._queryable = queryable
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        #: for windowed tables: how long after a window's end its result may still change
+        #: (time/sliding windows: grace; sessions: gap + grace); None for non-windowed tables
+        self._suppress_duration_ms = suppress_duration_ms
+
+    @property
+    def node_name(self) -> str:
+        """Name of the topology node this table's changes come out of."""
+        return self._node
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The name of the store to query this table with, if it was materialized under a
+        name given by the user (as Kafka Streams: ``None`` for generated store names)."""
+        return self._store_name if self._queryable else None
+
+    def _derive(self, node: str, *, store_name: str | None = None, queryable: bool = False,
+                value_serde: Serde | None = None) -> KTable:
+        return KTable(self._builder, node, store_name=store_name, queryable=queryable,
+                      key_serde=self._key_serde, value_serde=value_serde,
+                      suppress_duration_ms=self._suppress_duration_ms)
+
+    def _value_op(self, prefix: str, make: Callable[[str | None], Any],
+                  materialized: Materialized | str | None, keep_value_serde: bool) -> KTable:
+        builder = self._builder
+        m = as_materialized(materialized)
+        store = None if m is None else store_name_for(builder, m, prefix)
+        name = builder.new_name(prefix)
+        topo = builder.topology
+        topo.add_processor(name, make(store), self._node)
+        if store is not None:
+            topo.add_state_store(key_value_store_builder(store, m), name)
+        value_serde = self._value_serde if keep_value_serde else None
+        if m is not None and m.value_serde is not None:
+            value_serde = optional_serde(m.value_serde)
+        return self._derive(name, store_name=store, queryable=m is not None and bool(m.name),
+                            value_serde=value_serde)
+
+    def filter(self, predicate: Callable[[Any, Any], Any],
+               materialized: Materialized | str | None = None) -> KTable:
+        """Rows for which ``predicate(key, value)`` is true; an update whose new value fails
+        becomes a delete of the key (if its old value passed). With ``materialized`` the
+        result is kept in its own store."""
+        return self._value_op(
+            "KTABLE-FILTER-",
+            lambda store: partial(p.TableFilterProcessor, predicate, False, store),
+            materialized, True)
+
+    def filter_not(self, predicate: Callable[[Any, Any], Any],
+                   materialized: Materialized | str | None = None) -> KTable:
+        """Rows for which ``predicate(key, value)`` is false."""
+        return self._value_op(
+            "KTABLE-FILTER-",
+            lambda store: partial(p.TableFilterProcessor, predicate, True, store),
+            materialized, True)
+
+    def map_values(self, mapper: Callable[[Any], Any],
+                   materialized: Materialized | str | None = None) -> KTable:
+        """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
+        return self._value_op(
+            "KTABLE-MAPVALUES-",
+            lambda store: partial(p.TableMapValuesProcessor, mapper, store),
+            materialized, False)
+
+    def to_stream(self) -> KStream:
+        """The stream of updates: each change's new value (``None`` for a delete)."""
+        from kspark.dsl.kstream import KStream
+
+        name = self._builder.new_name("KTABLE-TOSTREAM-")
+        self._builder.topology.add_processor(name, p.TableToStreamProcessor, self._node)
+        return KStream(self._builder, name, self._key_serde, self._value_serde, False)
+
+    def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
+                 value_serde: Any = None) -> KGroupedTable:
+        """Re-group rows by ``selector(key, value) -> (group_key, group_value)``; the
+        aggregation reads the re-keyed changes from a repartition topic."""
+        from kspark.dsl.kgrouped_table import KGroupedTable
+
+        name = self._builder.new_name("KTABLE-SELECT-")
+        self._builder.topology.add_processor(
+            name, partial(p.TableRepartitionMapProcessor, selector), self._node)
+        return KGroupedTable(self._builder, name, optional_serde(key_serde),
+                             optional_serde(value_serde))
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold back updates per :class:`~kspark.dsl.suppress.Suppressed`: until a window
+        closes (windowed tables only) or for a time limit, in a bounded or unbounded buffer.
+
+        The node is ``KTABLE-SUPPRESS-<index>`` with store ``KTABLE-SUPPRESS-STATE-STORE-<index>``,
+        or ``<name>`` / ``<name>-store`` for ``Suppressed.with_name(name)``."""
+        from kspark.dsl.suppress import Suppressed, SuppressProcessor, suppress_store_builder
+
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress needs a Suppressed, got {suppressed!r}")
+        # until_window_closes waits for the windows' grace (sessions: gap + grace); a time
+        # limit suppression uses its own limit (None)
+        duration = self._suppress_duration_ms if suppressed.until_window_close else None
+        if duration is None and suppressed.until_window_close:
+            raise TopologyError(
+                "suppress(Suppressed.until_window_closes(...)) needs a windowed KTable (the "
+                "result of a windowed aggregation); this table is not windowed. Use "
+                "Suppressed.until_time_limit for other tables"
+            )
+        builder = self._builder
+        name = suppressed.name or builder.new_name("KTABLE-SUPPRESS-")
+        store = (f"{suppressed.name}-store" if suppressed.name
+                 else builder.new_store_name("KTABLE-SUPPRESS-"))
+        topo = builder.topology
+        topo.add_processor(name, partial(SuppressProcessor, suppressed, store, duration),
+                           self._node)
+        topo.add_state_store(suppress_store_builder(store), name)
+        return self._derive(name, value_serde=self._value_serde)

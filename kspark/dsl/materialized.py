@@ -1,0 +1,73 @@
+"""How a DSL operator materializes its result: store name, retention, caching, logging."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kspark._duration import Duration, to_ms
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """Names (and configures) the store behind a KTable or an aggregation.
+
+    ``name`` is the store name (``None``: a generated name); ``retention`` applies to window and
+    session stores only (default: the windows' size/gap + grace; smaller is an error).
+    ``caching`` (default on) combines updates of a key until the next commit; ``logging``
+    (default on) keeps a changelog. ``key_serde`` / ``value_serde`` are handed to the store
+    builder. Anywhere ``materialized=`` is accepted, a plain store name (``str``) works too.
+    """
+
+    name: str | None = None
+    retention: Duration | None = None
+    caching: bool = True
+    logging: bool = True
+    key_serde: Any = None
+    value_serde: Any = None
+
+    def __post_init__(self) -> None:
+        if self.name is not None and (not isinstance(self.name, str) or not self.name):
+            raise ValueError(f"store name must be a non-empty string, got {self.name!r}")
+        if self.retention is not None:
+            ms = to_ms(self.retention, "retention")
+            if ms < 0:
+                raise ValueError(f"retention must be >= 0 ms, got {ms}")
+
+    @classmethod
+    def as_(cls, name: str) -> Materialized:
+        """A ``Materialized`` naming the store ``name`` (Kafka Streams' ``Materialized.as``)."""
+        return cls(name)
+
+    @property
+    def retention_ms(self) -> int | None:
+        """The retention in ms, or ``None`` for the default."""
+        return None if self.retention is None else to_ms(self.retention, "retention")
+
+    def with_caching_disabled(self) -> Materialized:
+        return _replace(self, caching=False)
+
+    def with_caching_enabled(self) -> Materialized:
+        return _replace(self, caching=True)
+
+    def with_logging_disabled(self) -> Materialized:
+        return _replace(self, logging=False)
+
+    def with_logging_enabled(self) -> Materialized:
+        return _replace(self, logging=True)
+
+    def with_retention(self, retention: Duration) -> Materialized:
+        return _replace(self, retention=retention)
+
+
+def _replace(m: Materialized, **changes: Any) -> Materialized:
+    return replace(m, **changes)
+
+
+def as_materialized(materialized: Materialized | str | None) -> Materialized | None:
+    """Accept a :class:`Materialized`, a store name or ``None``."""
+    if materialized is None or isinstance(materialized, Materialized):
+        return materialized
+    if isinstance(materialized, str):
+        return Materialized(materialized)
+    raise TypeError(f"materialized must be a Materialized or a store name, got {materialized!r}")

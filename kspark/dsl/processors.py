@@ -1,0 +1,339 @@
+"""The processors behind the DSL's stateless operators, KTables and non-windowed aggregations.
+
+KTables carry ``Change(new, old)`` values between these processors (old values are always
+sent). Stateful processors write a key-value store and forward through :class:`TableWriter`:
+at once with caching off, at commit (from the store's flush listener) with caching on.
+Stateful outputs carry no headers, so caching on and off forward the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.records import Change, Record
+from kspark.state.key_value import InMemoryKeyValueStore
+
+
+def _where(context: ProcessorContext, record: Record) -> str:
+    meta = context.record_metadata()
+    origin = (f"topic {meta.topic!r} partition {meta.partition} offset {meta.offset}"
+              if meta is not None else "no input record")
+    return f"processor {context.processor_name!r}, timestamp {record.timestamp}, {origin}"
+
+
+def drop_null(context: ProcessorContext, record: Record, what: str, detail: str = "") -> None:
+    """Count ``record`` in ``dropped-records`` because its ``what`` ("key" or "value") is null."""
+    extra = f" {detail}" if detail else ""
+    context.record_dropped(
+        f"null-{what}", f"skipped record with null {what}{extra} ({_where(context, record)})"
+    )
+
+
+# -- stateless KStream operators -------------------------------------------------------------
+class FilterProcessor(Processor):
+    """Forwards records for which ``predicate(key, value)`` is true (false if ``negate``)."""
+
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool = False) -> None:
+        self.predicate, self.negate = predicate, negate
+
+    def process(self, record: Record) -> None:
+        if bool(self.predicate(record.key, record.value)) != self.negate:
+            self.context.forward(record)
+
+
+class MapValuesProcessor(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(self.mapper(record.value)))
+
+
+def _pair(result: Any, what: str) -> tuple[Any, Any]:
+    try:
+        key, value = result
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must return a (key, value) pair, got {result!r:.80}") from exc
+    return key, value
+
+
+class MapProcessor(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        key, value = _pair(self.mapper(record.key, record.value), "map's mapper")
+        self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class SelectKeyProcessor(Processor):
+    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
+        self.selector = selector
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_key(self.selector(record.key, record.value)))
+
+
+class FlatMapProcessor(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], Iterable[Any]]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        for result in self.mapper(record.key, record.value) or ():
+            key, value = _pair(result, "flat_map's mapper (for each item)")
+            self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class FlatMapValuesProcessor(Processor):
+    def __init__(self, mapper: Callable[[Any], Iterable[Any]]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        for value in self.mapper(record.value) or ():
+            self.context.forward(record.with_value(value))
+
+
+class PeekProcessor(Processor):
+    def __init__(self, action: Callable[[Any, Any], Any]) -> None:
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+        self.context.forward(record)
+
+
+class PassThroughProcessor(Processor):
+    """Forwards every record unchanged (``merge``)."""
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+class DropNullKeyProcessor(Processor):
+    """Before a repartition sink: drops (and counts) records whose key is null."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            drop_null(self.context, record, "key", f"before repartition topic {self.topic!r}")
+            return
+        self.context.forward(record)
+
+
+# -- KTable ----------------------------------------------------------------------------------
+class TableWriter:
+    """Writes a KTable's key-value store and forwards ``Change(new, old)``: immediately with
+    caching off, from the store's flush listener at commit with caching on."""
+
+    def __init__(self, context: ProcessorContext, store: InMemoryKeyValueStore) -> None:
+        self.context, self.store = context, store
+        self.caching = store.set_flush_listener(self._flushed)
+
+    def _flushed(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+        self.context.forward(Record(key, Change(new, old), timestamp))
+
+    def put(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+        """Store ``new`` (``None`` deletes) and forward unless caching defers it."""
+        self.store.put(key, new, timestamp)
+        if not self.caching and (new is not None or old is not None):
+            self.context.forward(Record(key, Change(new, old), timestamp))
+
+
+class _StoreProcessor(Processor):
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store: InMemoryKeyValueStore = context.get_state_store(self.store_name)  # type: ignore[assignment]
+        self.writer = TableWriter(context, self.store)
+
+
+class TableSourceProcessor(_StoreProcessor):
+    """Materializes a stream of upserts (``None`` value: delete) as a table (``builder.table``,
+    ``KStream.to_table``). Null keys are dropped and counted."""
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            drop_null(self.context, record, "key", f"for table store {self.store_name!r}")
+            return
+        old = self.store.get(record.key)
+        self.writer.put(record.key, record.value, old, record.timestamp)
+
+
+class _TableValueProcessor(Processor):
+    """Computes each of a change's new and old values; optionally materialized in a store."""
+
+    def __init__(self, store_name: str | None = None) -> None:
+        self.store_name = store_name
+        self.writer: TableWriter | None = None
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        if self.store_name is not None:
+            self.writer = TableWriter(context, context.get_state_store(self.store_name))  # type: ignore[arg-type]
+
+    def compute(self, key: Any, value: Any) -> Any:
+        raise NotImplementedError
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        new = self.compute(record.key, change.new_value)
+        if self.writer is not None:
+            old = self.writer.store.get(record.key)
+            self.writer.put(record.key, new, old, record.timestamp)
+            return
+        old = self.compute(record.key, change.old_value)
+        if new is None and old is None:
+            return
+        self.context.forward(record.with_value(Change(new, old)))
+
+
+class TableFilterProcessor(_TableValueProcessor):
+    """A value failing the predicate counts as absent: a change neither of whose values passes
+    forwards nothing; one whose new value fails becomes a delete."""
+
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool = False,
+                 store_name: str | None = None) -> None:
+        super().__init__(store_name)
+        self.predicate, self.negate = predicate, negate
+
+    def compute(self, key: Any, value: Any) -> Any:
+        if value is None or bool(self.predicate(key, value)) == self.negate:
+            return None
+        return value
+
+
+class TableMapValuesProcessor(_TableValueProcessor):
+    """Applies ``mapper`` to both the new and the old value (absent values stay absent)."""
+
+    def __init__(self, mapper: Callable[[Any], Any], store_name: str | None = None) -> None:
+        super().__init__(store_name)
+        self.mapper = mapper
+
+    def compute(self, key: Any, value: Any) -> Any:
+        return None if value is None else self.mapper(value)
+
+
+class TableToStreamProcessor(Processor):
+    """Forwards each change's new value (``None`` for a delete)."""
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(record.value.new_value))
+
+
+class TableRepartitionMapProcessor(Processor):
+    """``KTable.group_by``: maps the old and new value of each change to ``(group key, value)``.
+
+    Same group key: one ``Change(new, old)``; different ones: ``Change(None, old)`` to the old
+    group key, then ``Change(new, None)`` to the new one (SEMANTICS.md §4). A new pair with a
+    null key or value is dropped and counted (its old pair is still subtracted)."""
+
+    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
+        self.selector = selector
+
+    def _select(self, record: Record, value: Any, count: bool) -> tuple[Any, Any] | None:
+        if value is None:
+            return None
+        key, selected = _pair(self.selector(record.key, value), "KTable.group_by's selector")
+        if key is None or selected is None:
+            if count:
+                what = "key" if key is None else "value"
+                detail = f"selected by group_by for key {record.key!r:.80}"
+                drop_null(self.context, record, what, detail)
+            return None
+        return key, selected
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        old = self._select(record, change.old_value, count=False)
+        new = self._select(record, change.new_value, count=True)
+        ts = record.timestamp
+        if old is not None and new is not None and old[0] == new[0]:
+            self.context.forward(Record(new[0], Change(new[1], old[1]), ts))
+            return
+        if old is not None:
+            self.context.forward(Record(old[0], Change(None, old[1]), ts))
+        if new is not None:
+            self.context.forward(Record(new[0], Change(new[1], None), ts))
+
+
+# -- aggregations ----------------------------------------------------------------------------
+class StreamAggregateProcessor(_StoreProcessor):
+    """KGroupedStream ``aggregate`` / ``count`` (``initializer`` given) or ``reduce``
+    (``initializer is None``: the first value is the aggregate, then ``reducer(agg, value)``).
+
+    Null keys and values are dropped and counted; the result's timestamp is
+    ``max(record.ts, previous aggregate's ts)`` (SEMANTICS.md §4)."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[..., Any]) -> None:
+        super().__init__(store_name)
+        self.initializer, self.aggregator = initializer, aggregator
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if key is None or value is None:
+            what = "key" if key is None else "value"
+            drop_null(self.context, record, what, f"in aggregation {self.store_name!r}")
+            return
+        old = self.store.get_with_timestamp(key)
+        if old is None:
+            if self.initializer is None:
+                new = value
+            else:
+                new = self.aggregator(key, value, self.initializer())
+            ts = record.timestamp
+            old_value = None
+        else:
+            old_value = old.value
+            if self.initializer is None:
+                new = self.aggregator(old_value, value)
+            else:
+                new = self.aggregator(key, value, old_value)
+            ts = max(record.timestamp, old.timestamp)
+        self.writer.put(key, new, old_value, ts)
+
+
+class TableAggregateProcessor(_StoreProcessor):
+    """KGroupedTable ``aggregate`` / ``count`` / ``reduce`` (SEMANTICS.md §4):
+
+    1. ``old_agg = store.get(key)``;
+    2. the change has an old value and ``old_agg`` exists: ``inter = subtractor(key, old,
+       old_agg)``, timestamp ``max(record.ts, old_agg.ts)``; else ``inter = old_agg``;
+    3. the change has a new value: ``new_agg = adder(key, new, inter if inter is not None else
+       initializer())`` (timestamp as in 2 when an aggregate was stored); else ``new_agg =
+       inter``;
+    4. store ``new_agg`` (``None`` deletes) and forward ``Change(new_agg, old_agg)``."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any],
+                 adder: Callable[[Any, Any, Any], Any],
+                 subtractor: Callable[[Any, Any, Any], Any]) -> None:
+        super().__init__(store_name)
+        self.initializer, self.adder, self.subtractor = initializer, adder, subtractor
+
+    def process(self, record: Record) -> None:
+        key, change = record.key, record.value
+        if key is None:
+            drop_null(self.context, record, "key", f"in aggregation {self.store_name!r}")
+            return
+        old = self.store.get_with_timestamp(key)
+        old_agg = None if old is None else old.value
+        ts = record.timestamp
+        if change.old_value is not None and old_agg is not None:
+            inter = self.subtractor(key, change.old_value, old_agg)
+            ts = max(ts, old.timestamp)  # type: ignore[union-attr]
+        else:
+            inter = old_agg
+        if change.new_value is not None:
+            new_agg = self.adder(key, change.new_value,
+                                 inter if inter is not None else self.initializer())
+            if old is not None:
+                ts = max(ts, old.timestamp)
+        else:
+            new_agg = inter
+        self.writer.put(key, new_agg, old_agg, ts)

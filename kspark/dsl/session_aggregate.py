@@ -1,0 +1,155 @@
+"""Session-window aggregation (SEMANTICS.md §2, seeds 000 and 003).
+
+Per record ``(k, v, ts)``: ``close = observed stream time - grace - gap``; the sessions of ``k``
+with ``end >= ts - gap`` and ``start <= ts + gap`` are merged (``merger``, starting from
+``initializer()``) into ``[min(ts, starts), max(ts, ends)]``. A merged window ending before the
+close time is late (dropped, counted). Otherwise each merged session is removed and a tombstone
+forwarded for it (unless the merged window is exactly ``[ts, ts]``), the record is aggregated and
+the merged session stored and forwarded with timestamp = its end.
+
+``on_window_close`` forwards nothing per record; each session is forwarded once, as
+``Change(final, None)`` with timestamp = its end, once ``close > end``. A session merged away by
+the record that closes it is never forwarded. (As in Kafka Streams, a record with
+``close <= ts <= end + gap`` can still merge a session whose end is below the close time; a
+session already forwarded as final is then followed by the merged one.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sortedcontainers import SortedSet
+
+from kspark.dsl.time_window_aggregate import (
+    LAST_EMIT,
+    drop_expired,
+    drop_null,
+    emit_strategy_type,
+    materialized_options,
+    observe,
+    resolve_retention,
+)
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.records import Change, Record
+from kspark.state.builders import StoreBuilder, Stores
+from kspark.windows import EmitStrategy, EmitType, SessionWindows, Window, Windowed
+
+
+def session_store_builder(store_name: str, windows: SessionWindows,
+                          materialized: Any) -> StoreBuilder:
+    """The session store of a session-windowed aggregation.
+
+    Retention defaults to gap + grace; a smaller ``Materialized`` retention raises
+    ``ValueError``. The store is built with at least gap + grace + 1 ms: a session whose end
+    equals the close time must still be found to merge (SEMANTICS.md §2.5), and the store
+    expires sessions with ``end <= observed - retention``."""
+    opts = materialized_options(materialized)
+    minimum = windows.default_retention_ms
+    retention = resolve_retention(store_name, opts["retention"], minimum,
+                                  "the session inactivity gap plus the grace period")
+    return Stores.session_store(
+        store_name, max(retention, minimum + 1),
+        key_serde=opts["key_serde"], value_serde=opts["value_serde"],
+        caching=opts["caching"], logging=opts["logging"],
+    )
+
+
+class SessionWindowAggregateProcessor(Processor):
+    """Aggregates records into session windows, merging sessions a record bridges."""
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SessionWindows,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        emit_strategy: EmitStrategy | None = None,
+    ) -> None:
+        if not isinstance(windows, SessionWindows):
+            raise TypeError(f"windows must be SessionWindows, got {windows!r}")
+        self.store_name = store_name
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+        self.emit_final = emit_strategy_type(emit_strategy) is EmitType.ON_WINDOW_CLOSE
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store: Any = context.get_state_store(self.store_name)
+        self.state = context.processor_state
+        self.caching = False if self.emit_final else self.store.set_flush_listener(self._flushed)
+        #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
+        #: from the store on first use (so also after a restart)
+        self._pending: SortedSet | None = None
+
+    def _flushed(self, store_key: Any, new: Any, old: Any, timestamp: int) -> None:
+        self.context.forward(Record(store_key, Change(new, old), timestamp))
+
+    def _forward_update(self, windowed: Windowed, new: Any, old: Any) -> None:
+        if not self.emit_final and not self.caching:
+            self.context.forward(Record(windowed, Change(new, old), windowed.window.end))
+
+    def process(self, record: Record) -> None:
+        if drop_null(self.context, record):
+            return
+        key, ts = record.key, record.timestamp
+        gap = self.windows.inactivity_gap_ms
+        observed = observe(self.state, ts)
+        close = observed - self.windows.grace_ms - gap
+        closed = self._closed_sessions(close) if self.emit_final else None
+
+        found = self.store.find_sessions(key, ts - gap, ts + gap)
+        agg = self.initializer()
+        start = end = ts
+        for kv in found:
+            agg = self.merger(key, agg, kv.value)
+            start = min(start, kv.key.window.start)
+            end = max(end, kv.key.window.end)
+        merged = Window(start, end)
+        removed: set[Windowed] = set()
+        if end < close:
+            drop_expired(self.context, record, merged, close, observed)
+        else:
+            if start != ts or end != ts:
+                for kv in found:
+                    self.store.remove(kv.key)
+                    removed.add(kv.key)
+                    self._forward_update(kv.key, None, kv.value)
+            agg = self.aggregator(key, record.value, agg)
+            windowed = Windowed(key, merged)
+            self.store.put(windowed, agg)
+            self._forward_update(windowed, agg, None)
+            if self._pending is not None:
+                for w in removed:
+                    self._pending.discard((w.window.end, w.window.start, key))
+                self._pending.add((end, start, key))
+
+        if closed is not None:
+            for windowed, final in closed:
+                if windowed not in removed:
+                    self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
+            self.state[LAST_EMIT] = close
+
+    def _closed_sessions(self, close: int) -> list[tuple[Windowed, Any]] | None:
+        """Sessions with ``last emitted close <= end < close`` (with their aggregates, read
+        before this record changes the store), or ``None`` if the close time has not moved."""
+        last = self.state.get(LAST_EMIT)
+        if last is not None and close <= last:
+            return None
+        pending = self._pending
+        if pending is None:
+            floor = -1 if last is None else last
+            pending = self._pending = SortedSet(
+                (kv.key.window.end, kv.key.window.start, kv.key.key)
+                for kv in self.store.all() if kv.key.window.end >= floor
+            )
+        out = []
+        while pending and pending[0][0] < close:
+            end, start, key = pending.pop(0)
+            agg = self.store.fetch_session(key, start, end)
+            if agg is not None:
+                out.append((Windowed(key, Window(start, end)), agg))
+        return out

@@ -1,0 +1,304 @@
+"""``KTable.suppress``: hold back a table's updates and release only each key's latest one.
+
+- ``Suppressed.until_window_closes(buffer_config)`` buffers each windowed key until its window
+  closes: a key is released once ``window.end <= observed - suppress_duration`` (time windows:
+  grace; sessions: gap + grace). Only final results are emitted, so tombstones are dropped.
+- ``Suppressed.until_time_limit(time_limit, buffer_config)`` releases a key once
+  ``buffered_time <= observed - time_limit``, where ``buffered_time`` is the timestamp of the
+  key's first record since it was last released. A buffered delete is released as
+  ``Change(None, prior)``.
+
+``observed`` is the largest record timestamp the suppression has seen. A released record is
+``Change(latest new value, value before the first buffered change)`` with the timestamp and
+headers of the latest buffered record. Keys are released in buffered-time order (ties: arrival
+order).
+
+A bounded buffer (``max_records`` / ``max_bytes``) that overflows either releases its oldest
+keys early (``emit_early_when_full``, the default of a bounded buffer) or stops processing with
+:class:`~kspark.errors.BufferFullError` (``shut_down_when_full``). The size of a buffered key is
+estimated as ``len(pickle.dumps(key)) + len(pickle.dumps(value))`` of its latest new value.
+
+The buffer lives in a key-value store (logged, not cached) keyed by ``(buffered_time, seqnum)``,
+so it survives restarts; observed stream time and the next seqnum are in ``processor_state``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from sortedcontainers import SortedList
+
+from kspark._duration import Duration, to_ms
+from kspark.errors import BufferFullError
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.records import Change, Headers, Record
+from kspark.state.builders import StoreBuilder, Stores
+from kspark.windows import Windowed
+
+_EMIT = "emit_early"
+_SHUT_DOWN = "shut_down"
+
+
+def _limit(n: Any, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} must be an int, got {n!r}")
+    if n < 0:
+        raise ValueError(f"{what} must be >= 0, got {n}")
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class BufferConfig:
+    """How much a suppression may buffer and what happens when that is exceeded.
+
+    ``records_limit`` / ``bytes_limit`` are ``None`` when unbounded; ``full_strategy`` is
+    ``"emit_early"`` or ``"shut_down"``."""
+
+    records_limit: int | None = None
+    bytes_limit: int | None = None
+    full_strategy: str = _SHUT_DOWN
+
+    def __post_init__(self) -> None:
+        if self.full_strategy not in (_EMIT, _SHUT_DOWN):
+            raise ValueError(f"unknown buffer-full strategy {self.full_strategy!r}")
+
+    @classmethod
+    def unbounded(cls) -> BufferConfig:
+        """No limit (the buffer can never be full)."""
+        return cls(None, None, _SHUT_DOWN)
+
+    @classmethod
+    def max_records(cls, n: int) -> BufferConfig:
+        """At most ``n`` buffered keys; emits the oldest early when full."""
+        return cls(_limit(n, "max records"), None, _EMIT)
+
+    @classmethod
+    def max_bytes(cls, n: int) -> BufferConfig:
+        """At most ``n`` estimated bytes (pickled key + value); emits the oldest early when
+        full."""
+        return cls(None, _limit(n, "max bytes"), _EMIT)
+
+    def with_max_records(self, n: int) -> BufferConfig:
+        return replace(self, records_limit=_limit(n, "max records"))
+
+    def with_max_bytes(self, n: int) -> BufferConfig:
+        return replace(self, bytes_limit=_limit(n, "max bytes"))
+
+    def with_no_bound(self) -> BufferConfig:
+        return replace(self, records_limit=None, bytes_limit=None)
+
+    def emit_early_when_full(self) -> BufferConfig:
+        """When full, release the oldest buffered keys before their time."""
+        return replace(self, full_strategy=_EMIT)
+
+    def shut_down_when_full(self) -> BufferConfig:
+        """When full, stop processing with :class:`~kspark.errors.BufferFullError`."""
+        return replace(self, full_strategy=_SHUT_DOWN)
+
+    @property
+    def bounded(self) -> bool:
+        return self.records_limit is not None or self.bytes_limit is not None
+
+    @property
+    def emits_early(self) -> bool:
+        return self.full_strategy == _EMIT
+
+
+_WINDOW_CLOSE = "until_window_closes"
+_TIME_LIMIT = "until_time_limit"
+
+
+@dataclass(frozen=True, slots=True)
+class Suppressed:
+    """What ``KTable.suppress`` holds back; build it with the class methods."""
+
+    kind: str
+    buffer_config: BufferConfig
+    time_limit_ms: int | None = None
+    name: str | None = None
+
+    @classmethod
+    def until_window_closes(cls, buffer_config: BufferConfig | None = None) -> Suppressed:
+        """Only the final result of each window, once it closes. The buffer must not emit
+        early (``BufferConfig.unbounded()`` or a bounded one with ``shut_down_when_full()``)."""
+        config = BufferConfig.unbounded() if buffer_config is None else buffer_config
+        if not isinstance(config, BufferConfig):
+            raise TypeError(f"buffer_config must be a BufferConfig, got {config!r}")
+        if config.bounded and config.emits_early:
+            raise ValueError(
+                "Suppressed.until_window_closes needs a strict buffer that never emits early: "
+                "use BufferConfig.unbounded() or add .shut_down_when_full()"
+            )
+        return cls(_WINDOW_CLOSE, config)
+
+    @classmethod
+    def until_time_limit(cls, time_limit: Duration,
+                         buffer_config: BufferConfig | None = None) -> Suppressed:
+        """The latest update of a key once ``time_limit`` of stream time has passed since its
+        first buffered update."""
+        config = BufferConfig.unbounded() if buffer_config is None else buffer_config
+        if not isinstance(config, BufferConfig):
+            raise TypeError(f"buffer_config must be a BufferConfig, got {config!r}")
+        ms = to_ms(time_limit, "time limit")
+        if ms < 0:
+            raise ValueError(f"time limit must be >= 0 ms, got {ms}")
+        return cls(_TIME_LIMIT, config, ms)
+
+    def with_name(self, name: str) -> Suppressed:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        return replace(self, name=name)
+
+    @property
+    def until_window_close(self) -> bool:
+        """Whether this is ``until_window_closes`` (final results only)."""
+        return self.kind == _WINDOW_CLOSE
+
+
+def suppress_store_builder(store_name: str) -> StoreBuilder:
+    """The key-value store holding a suppression's buffer (logged, not cached)."""
+    return Stores.key_value_store(store_name, caching=False, logging=True)
+
+
+class _Buffered(NamedTuple):
+    """A buffered key's latest update, stored under ``(buffered_time, seqnum)``."""
+
+    key: Any
+    new_value: Any
+    prior_value: Any
+    timestamp: int
+    headers: Headers
+    size: int
+
+
+def _size(key: Any, value: Any) -> int:
+    return len(pickle.dumps(key)) + len(pickle.dumps(value))
+
+
+OBSERVED = "observed_stream_time"
+SEQNUM = "next_seqnum"
+
+
+class SuppressProcessor(Processor):
+    """Buffers ``Change`` updates per key and releases them per the :class:`Suppressed`.
+
+    ``suppress_duration_ms``: for ``until_window_closes`` the windows' grace (sessions: gap +
+    grace), required; for ``until_time_limit`` ``None`` means the suppression's time limit."""
+
+    def __init__(self, suppressed: Suppressed, store_name: str,
+                 suppress_duration_ms: int | None = None) -> None:
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppressed must be a Suppressed, got {suppressed!r}")
+        if suppress_duration_ms is None:
+            if suppressed.until_window_close:
+                raise ValueError("Suppressed.until_window_closes needs the windows' grace "
+                                 "(suppress_duration_ms): suppress a windowed KTable")
+            suppress_duration_ms = suppressed.time_limit_ms
+        self.suppressed = suppressed
+        self.store_name = store_name
+        self.duration = int(suppress_duration_ms)  # type: ignore[arg-type]
+        config = suppressed.buffer_config
+        self.max_records = config.records_limit
+        self.max_bytes = config.bytes_limit
+        self.emit_early = config.emits_early
+        self.drop_tombstones = suppressed.until_window_close
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store: Any = context.get_state_store(self.store_name)
+        self.state = context.processor_state
+        #: buffer keys ``(buffered_time, seqnum)`` in release order, and key -> buffer key
+        self._order: SortedList = SortedList()
+        self._index: dict[Any, tuple[int, int]] = {}
+        self._bytes = 0
+        for kv in self.store.all():
+            entry = _Buffered(*kv.value)
+            self._order.add(kv.key)
+            self._index[entry.key] = kv.key
+            self._bytes += entry.size
+
+    @property
+    def num_records(self) -> int:
+        return len(self._index)
+
+    @property
+    def buffer_bytes(self) -> int:
+        return self._bytes
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            self.context.record_dropped(
+                "null-key", f"suppress {self.context.processor_name!r}: skipped record with "
+                f"null key at timestamp {record.timestamp}")
+            return
+        change = record.value if isinstance(record.value, Change) else Change(record.value, None)
+        ts = record.timestamp
+        observed = max(self.state.get(OBSERVED, -1), ts)
+        self.state[OBSERVED] = observed
+        size = _size(key, change.new_value)
+        slot = self._index.get(key)
+        if slot is None:
+            if self.drop_tombstones:
+                if not isinstance(key, Windowed):
+                    raise TypeError(
+                        f"suppress {self.context.processor_name!r}: until_window_closes needs "
+                        f"windowed keys, got {key!r}")
+                buffered_time = key.window.end
+            else:
+                buffered_time = ts
+            seq = self.state.get(SEQNUM, 0)
+            self.state[SEQNUM] = seq + 1
+            slot = (buffered_time, seq)
+            prior = change.old_value
+            self._order.add(slot)
+            self._index[key] = slot
+        else:
+            previous = _Buffered(*self.store.get(slot))
+            prior = previous.prior_value
+            self._bytes -= previous.size
+        self._bytes += size
+        self.store.put(slot, tuple(_Buffered(key, change.new_value, prior, ts, record.headers,
+                                             size)), ts)
+        self._enforce(observed)
+
+    def _enforce(self, observed: int) -> None:
+        expiry = observed - self.duration
+        while self._order and self._order[0][0] <= expiry:
+            self._release_first()
+        if self._over_capacity():
+            if not self.emit_early:
+                meta = self.context.record_metadata()
+                origin = ("" if meta is None else f" at topic {meta.topic!r} partition "
+                          f"{meta.partition} offset {meta.offset}")
+                err = BufferFullError(
+                    f"suppress processor {self.context.processor_name!r} (task "
+                    f"{self.context.task_id}): buffer exceeded its max capacity{origin}: "
+                    f"currently [{self.num_records}/{self._fmt(self.max_records)}] records and "
+                    f"[{self._bytes}/{self._fmt(self.max_bytes)}] bytes"
+                )
+                err.located = True  # type: ignore[attr-defined]  # already names where
+                raise err
+            while self._order and self._over_capacity():
+                self._release_first()
+
+    @staticmethod
+    def _fmt(limit: int | None) -> str:
+        return "unbounded" if limit is None else str(limit)
+
+    def _over_capacity(self) -> bool:
+        return ((self.max_records is not None and self.num_records > self.max_records)
+                or (self.max_bytes is not None and self._bytes > self.max_bytes))
+
+    def _release_first(self) -> None:
+        slot = self._order.pop(0)
+        entry = _Buffered(*self.store.get(slot))
+        self.store.delete(slot)
+        del self._index[entry.key]
+        self._bytes -= entry.size
+        if entry.new_value is None and (self.drop_tombstones or entry.prior_value is None):
+            return
+        self.context.forward(Record(entry.key, Change(entry.new_value, entry.prior_value),
+                                    entry.timestamp, entry.headers))

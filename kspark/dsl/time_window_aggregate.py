@@ -1,0 +1,218 @@
+"""Tumbling and hopping time-window aggregation (SEMANTICS.md §3), plus the helpers the
+windowed aggregations share (store builders from a ``Materialized``, drop accounting,
+per-processor persisted stream time).
+
+A record belongs to every window whose start is in ``(ts - size, ts]`` and ``>= 0``. With
+``close = observed stream time - grace``, a window is closed once ``window.end <= close``: the
+record is dropped (and counted) for each of its closed windows and still updates the open ones.
+A window's result carries the largest record timestamp in it. ``on_window_update`` forwards
+``Change(new, old)`` per update (through the store's cache when caching is on);
+``on_window_close`` forwards each window once, as ``Change(final, None)``, once it is closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from kspark._duration import to_ms
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.records import Change, Record
+from kspark.state.builders import StoreBuilder, Stores
+from kspark.windows import EmitStrategy, EmitType, TimeWindows, Window, Windowed
+
+#: ``processor_state`` keys (persisted with the task across restarts).
+OBSERVED = "observed_stream_time"
+LAST_EMIT = "last_emit_close_time"
+
+
+# -- shared helpers ------------------------------------------------------------------------------
+def materialized_options(materialized: Any) -> dict[str, Any]:
+    """Read a duck-typed ``Materialized`` (or ``None``, or a store name): retention (ms or
+    ``None``), caching (default on), logging (default on) and serdes."""
+    if materialized is None or isinstance(materialized, str):
+        return {"retention": None, "caching": True, "logging": True,
+                "key_serde": None, "value_serde": None}
+    retention = getattr(materialized, "retention", None)
+    if isinstance(retention, timedelta | int) and not isinstance(retention, bool):
+        retention = to_ms(retention, "retention")
+    elif retention is not None:
+        raise TypeError(f"retention must be int ms or timedelta, got {retention!r}")
+    return {
+        "retention": retention,
+        "caching": bool(getattr(materialized, "caching", True)),
+        "logging": bool(getattr(materialized, "logging", True)),
+        "key_serde": getattr(materialized, "key_serde", None),
+        "value_serde": getattr(materialized, "value_serde", None),
+    }
+
+
+def resolve_retention(store_name: str, requested: int | None, minimum: int, what: str) -> int:
+    """``requested`` (or ``minimum`` when ``None``); below ``minimum`` raises ``ValueError``."""
+    if requested is None:
+        return minimum
+    if requested < minimum:
+        raise ValueError(
+            f"The retention period of the store {store_name!r} must be no smaller than {what} "
+            f"({minimum} ms), got {requested} ms"
+        )
+    return requested
+
+
+def where(context: ProcessorContext) -> str:
+    """Where the current record came from, for log messages."""
+    meta = context.record_metadata()
+    origin = (f"topic {meta.topic!r} partition {meta.partition} offset {meta.offset}"
+              if meta is not None else "no input record")
+    return f"processor {context.processor_name!r}, {origin}"
+
+
+def drop_null(context: ProcessorContext, record: Record) -> bool:
+    """Count and skip a record with a null key or value; return whether it was dropped."""
+    if record.key is None:
+        what = "key"
+    elif record.value is None:
+        what = "value"
+    else:
+        return False
+    context.record_dropped(
+        f"null-{what}",
+        f"skipped record with null {what} at timestamp {record.timestamp} ({where(context)})",
+    )
+    return True
+
+
+def drop_expired(context: ProcessorContext, record: Record, window: Window, close: int,
+                 observed: int) -> None:
+    """Count ``record`` as dropped for the closed ``window``."""
+    context.record_dropped(
+        "expired-window",
+        f"skipped record for expired window: key {record.key!r} timestamp {record.timestamp} "
+        f"window [{window.start}, {window.end}] close time {close} observed stream time "
+        f"{observed} ({where(context)})",
+    )
+
+
+def observe(state: dict[str, Any], timestamp: int) -> int:
+    """Advance the processor's persisted observed stream time; return it."""
+    observed = max(state.get(OBSERVED, -1), timestamp)
+    state[OBSERVED] = observed
+    return observed
+
+
+def emit_strategy_type(emit_strategy: EmitStrategy | None) -> EmitType:
+    if emit_strategy is None:
+        return EmitType.ON_WINDOW_UPDATE
+    if not isinstance(emit_strategy, EmitStrategy):
+        raise TypeError(f"emit_strategy must be an EmitStrategy, got {emit_strategy!r}")
+    return emit_strategy.type
+
+
+class WindowedAggregateBase(Processor):
+    """Store access and forwarding shared by the time and sliding window aggregations."""
+
+    def __init__(self, store_name: str, emit_strategy: EmitStrategy | None) -> None:
+        self.store_name = store_name
+        self.emit_final = emit_strategy_type(emit_strategy) is EmitType.ON_WINDOW_CLOSE
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store: Any = context.get_state_store(self.store_name)
+        self.state = context.processor_state
+        # on_window_close forwards only final results: the cache's output is ignored
+        self.caching = False if self.emit_final else self.store.set_flush_listener(self._flushed)
+
+    def _flushed(self, store_key: Any, new: Any, old: Any, timestamp: int) -> None:
+        self.context.forward(Record(store_key, Change(new, old), timestamp))
+
+    def forward_update(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
+        """Forward an update now unless caching (flush listener) or on_window_close owns it."""
+        if not self.emit_final and not self.caching:
+            self.context.forward(Record(windowed, Change(new, old), timestamp))
+
+    def closed_windows(self, lo: int, hi: int) -> list[tuple[Windowed, Any, int]]:
+        """``(windowed, agg, timestamp)`` of every stored window with ``lo <= start <= hi``,
+        by start then key."""
+        if hi < lo:
+            return []
+        return [(kv.key, kv.value.value, kv.value.timestamp)
+                for kv in self.store.fetch_all_with_timestamps(lo, hi)]
+
+    def emit_final_results(self, pending: list[tuple[Windowed, Any, int]], close: int) -> None:
+        for windowed, agg, timestamp in pending:
+            self.context.forward(Record(windowed, Change(agg, None), timestamp))
+        self.state[LAST_EMIT] = close
+
+
+# -- tumbling / hopping ----------------------------------------------------------------------------
+def time_window_store_builder(store_name: str, windows: TimeWindows,
+                              materialized: Any) -> StoreBuilder:
+    """The window store of a time-windowed aggregation: retention defaults to size + grace
+    (a smaller ``Materialized`` retention raises ``ValueError``); caching and logging follow
+    the ``Materialized`` (both on by default)."""
+    opts = materialized_options(materialized)
+    retention = resolve_retention(store_name, opts["retention"], windows.default_retention_ms,
+                                  "the window size plus the grace period")
+    return Stores.window_store(
+        store_name, retention, windows.size_ms, retain_duplicates=False,
+        key_serde=opts["key_serde"], value_serde=opts["value_serde"],
+        caching=opts["caching"], logging=opts["logging"],
+    )
+
+
+class TimeWindowAggregateProcessor(WindowedAggregateBase):
+    """Aggregates records into tumbling or hopping windows (SEMANTICS.md §3)."""
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: TimeWindows,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        emit_strategy: EmitStrategy | None = None,
+    ) -> None:
+        super().__init__(store_name, emit_strategy)
+        if not isinstance(windows, TimeWindows):
+            raise TypeError(f"windows must be TimeWindows, got {windows!r}")
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, record: Record) -> None:
+        if drop_null(self.context, record):
+            return
+        key, value, ts = record.key, record.value, record.timestamp
+        observed = observe(self.state, ts)
+        close = observed - self.windows.grace_ms
+        # Closed windows are collected before this record writes the store: its writes only
+        # touch open windows, and the store may expire closed ones as its time advances.
+        pending = self._pending_final(close) if self.emit_final else None
+        for window in self.windows.windows_for(ts):
+            if window.end <= close:
+                drop_expired(self.context, record, window, close, observed)
+                continue
+            stored = self.store.fetch_with_timestamp(key, window.start)
+            if stored is None:
+                old, base, new_ts = None, self.initializer(), ts
+            else:
+                old, base, new_ts = stored.value, stored.value, max(ts, stored.timestamp)
+            new = self.aggregator(key, value, base)
+            self.store.put(key, new, window.start, new_ts)
+            self.forward_update(Windowed(key, window), new, old, new_ts)
+        if pending is not None:
+            self.emit_final_results(pending, close)
+
+    def _pending_final(self, close: int) -> list[tuple[Windowed, Any, int]] | None:
+        """Windows closed since the last emission (``end <= close``), or ``None`` if the close
+        time has not moved."""
+        last = self.state.get(LAST_EMIT)
+        if last is not None and close <= last:
+            return None
+        size, advance = self.windows.size_ms, self.windows.advance_ms
+        lo = 0 if last is None else max(0, last - size + 1)
+        hi = close - size
+        first = -(-lo // advance) * advance  # the first window start >= lo
+        if first > hi:
+            return []  # no window can have closed: skip the scan
+        return self.closed_windows(lo, hi)

@@ -1,0 +1,195 @@
+"""Windowed grouped streams: aggregations per key and session / time / sliding window.
+
+The processors and stores come from :mod:`kspark.dsl.session_aggregate`,
+:mod:`kspark.dsl.time_window_aggregate` and :mod:`kspark.dsl.sliding_window_aggregate`
+(imported when an aggregation is added). The resulting KTables have
+:class:`~kspark.windows.Windowed` keys; when the grouping's key serde is known, their key serde
+is :class:`~kspark.serdes.SessionWindowed` / :class:`~kspark.serdes.TimeWindowed` of it (window
+size: the time difference for sliding windows), as in Kafka Streams. Records with a null key or
+value are dropped and counted by those processors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from kspark.dsl.builder import store_name_for
+from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.serdes import Serde, SessionWindowed, TimeWindowed
+from kspark.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+
+if TYPE_CHECKING:
+    from kspark.dsl.kgrouped_stream import KGroupedStream
+    from kspark.dsl.ktable import KTable
+
+
+def _none() -> None:
+    return None
+
+
+def _zero() -> int:
+    return 0
+
+
+def _count(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def _sum(key: Any, a: int, b: int) -> int:
+    return a + b
+
+
+class _Reducing:
+    """``reduce`` as an aggregation: the first value is the aggregate as is."""
+
+    def __init__(self, reducer: Callable[[Any, Any], Any]) -> None:
+        self.reducer = reducer
+
+    def aggregate(self, key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else self.reducer(agg, value)
+
+    def merge(self, key: Any, a: Any, b: Any) -> Any:
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return self.reducer(a, b)
+
+
+def _windowed_serde(grouped: KGroupedStream,
+                    wrap: Callable[[Serde], Serde]) -> Serde | None:
+    """The result's key serde: the grouping's key serde (if known) wrapped for windows."""
+    inner = grouped._result_key_serde
+    return None if inner is None else wrap(inner)
+
+
+class _WindowedKStream:
+    def __init__(self, grouped: KGroupedStream, windows: Any) -> None:
+        self._grouped = grouped
+        self._windows = windows
+        self._emit_strategy = EmitStrategy.on_window_update()
+
+    def emit_strategy(self, strategy: EmitStrategy) -> Any:
+        """When results are forwarded: on every update (default) or once per window when it
+        closes. Returns this windowed stream."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(f"expected an EmitStrategy, got {strategy!r}")
+        self._emit_strategy = strategy
+        return self
+
+    def _build(self, prefix: str, materialized: Materialized | str | None,
+               make_processor: Callable[[str], Any],
+               make_store: Callable[[str, Materialized | None], Any],
+               suppress_duration_ms: int, key_serde: Serde | None) -> KTable:
+        from kspark.dsl.ktable import KTable
+
+        grouped = self._grouped
+        builder = grouped._builder
+        m = as_materialized(materialized)
+        store = store_name_for(builder, m, prefix)
+        store_builder = make_store(store, m)  # validates retention before touching the graph
+        name = builder.new_name(prefix)
+        parent = grouped._source_for(store)
+        topo = builder.topology
+        topo.add_processor(name, make_processor(store), parent)
+        topo.add_state_store(store_builder, name)
+        return KTable(builder, name, store_name=store, queryable=m is not None and bool(m.name),
+                      key_serde=key_serde,
+                      value_serde=None if m is None else m.value_serde,
+                      suppress_duration_ms=suppress_duration_ms)
+
+
+class SessionWindowedKStream(_WindowedKStream):
+    """A grouped stream windowed into sessions (SEMANTICS.md §2)."""
+
+    _windows: SessionWindows
+
+    def _session(self, prefix: str, initializer: Callable[[], Any],
+                 aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
+                 materialized: Materialized | str | None) -> KTable:
+        from kspark.dsl.session_aggregate import (
+            SessionWindowAggregateProcessor,
+            session_store_builder,
+        )
+
+        w = self._windows
+        emit = self._emit_strategy
+        return self._build(
+            prefix, materialized,
+            lambda store: partial(SessionWindowAggregateProcessor, store, w, initializer,
+                                  aggregator, merger, emit),
+            lambda store, m: session_store_builder(store, w, m),
+            w.inactivity_gap_ms + w.grace_ms,
+            _windowed_serde(self._grouped, lambda inner: SessionWindowed(inner)),
+        )
+
+    def count(self, materialized: Materialized | str | None = None) -> KTable:
+        """The number of records per key and session."""
+        return self._session("KSTREAM-AGGREGATE-", _zero, _count, _sum, materialized)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: Materialized | str | None = None) -> KTable:
+        """Per key and session: the first value, then ``reducer(agg, value)``; merged sessions
+        combine with ``reducer(agg1, agg2)``."""
+        r = _Reducing(reducer)
+        return self._session("KSTREAM-REDUCE-", _none, r.aggregate, r.merge, materialized)
+
+    def aggregate(self, initializer: Callable[[], Any],
+                  aggregator: Callable[[Any, Any, Any], Any],
+                  merger: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | str | None = None) -> KTable:
+        """Per key and session: ``aggregator(key, value, agg)`` from ``initializer()``;
+        sessions joined by a record combine with ``merger(key, agg1, agg2)``."""
+        return self._session("KSTREAM-AGGREGATE-", initializer, aggregator, merger, materialized)
+
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream windowed by tumbling/hopping :class:`TimeWindows` or by
+    :class:`SlidingWindows` (SEMANTICS.md §3)."""
+
+    _windows: TimeWindows | SlidingWindows
+
+    def _timed(self, prefix: str, initializer: Callable[[], Any],
+               aggregator: Callable[[Any, Any, Any], Any],
+               materialized: Materialized | str | None) -> KTable:
+        w = self._windows
+        emit = self._emit_strategy
+        size = w.time_difference_ms if isinstance(w, SlidingWindows) else w.size_ms
+        if isinstance(w, SlidingWindows):
+            from kspark.dsl.sliding_window_aggregate import (
+                SlidingWindowAggregateProcessor as processor,
+            )
+            from kspark.dsl.sliding_window_aggregate import (
+                sliding_window_store_builder as store_builder,
+            )
+        else:
+            from kspark.dsl.time_window_aggregate import (
+                TimeWindowAggregateProcessor as processor,  # type: ignore[assignment]
+            )
+            from kspark.dsl.time_window_aggregate import (
+                time_window_store_builder as store_builder,  # type: ignore[assignment]
+            )
+        return self._build(
+            prefix, materialized,
+            lambda store: partial(processor, store, w, initializer, aggregator, emit),
+            lambda store, m: store_builder(store, w, m),
+            w.grace_ms,
+            _windowed_serde(self._grouped, lambda inner: TimeWindowed(inner, size)),
+        )
+
+    def count(self, materialized: Materialized | str | None = None) -> KTable:
+        """The number of records per key and window."""
+        return self._timed("KSTREAM-AGGREGATE-", _zero, _count, materialized)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: Materialized | str | None = None) -> KTable:
+        """Per key and window: the first value, then ``reducer(agg, value)``."""
+        return self._timed("KSTREAM-REDUCE-", _none, _Reducing(reducer).aggregate, materialized)
+
+    def aggregate(self, initializer: Callable[[], Any],
+                  aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | str | None = None) -> KTable:
+        """Per key and window: ``aggregator(key, value, agg)`` from ``initializer()``."""
+        return self._timed("KSTREAM-AGGREGATE-", initializer, aggregator, materialized)

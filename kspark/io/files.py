@@ -1,0 +1,188 @@
+"""Directories of files as topics: sources through Spark's Python streaming data source API, and
+sinks that write each micro-batch once (one file per batch and topic, named by batch id).
+
+Record order is the order of file names, then of lines (rows) within a file; that order gives
+each record its offset: ``file_index * 2**32 + line``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.hashing import kafka_partition
+
+FORMATS = ("jsonl", "parquet", "kspark")
+OFFSET_STRIDE = 1 << 32
+
+
+@dataclass
+class FileTopic:
+    """A topic kept as a directory of files.
+
+    As a source: ``format`` "jsonl" (one JSON object per line) or "parquet" (one record per row)
+    reads ``key_field`` (UTF-8 text of its value) as the key, ``timestamp_field`` (epoch ms) as
+    the timestamp and the whole row as JSON (or ``value_field`` alone) as the value; "kspark"
+    reads files that kspark's own sinks wrote. ``partitions`` spreads records over partitions
+    by key with Kafka's default partitioner. As a sink: writes each batch's records to
+    ``batch-<id>.<ext>`` with key, value, timestamp and partition.
+    """
+
+    path: str
+    format: str = "jsonl"
+    key_field: str = "key"
+    value_field: str | None = None
+    timestamp_field: str = "timestamp"
+    partitions: int = 1
+    max_files_per_trigger: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"file topic {self.path!r}: format must be one of {FORMATS}, "
+                             f"got {self.format!r}")
+        if self.partitions < 1:
+            raise ValueError(f"file topic {self.path!r}: partitions must be >= 1")
+        self.path = os.path.abspath(self.path)
+
+    @property
+    def num_partitions(self) -> int:
+        return self.partitions
+
+    def source_options(self, topic: str) -> dict[str, str]:
+        opts = {"path": self.path, "format": self.format, "key_field": self.key_field,
+                "timestamp_field": self.timestamp_field, "partitions": str(self.partitions),
+                "topic": topic}
+        if self.value_field:
+            opts["value_field"] = self.value_field
+        if self.max_files_per_trigger:
+            opts["max_files_per_trigger"] = str(self.max_files_per_trigger)
+        return opts
+
+    # -- sink ----------------------------------------------------------------------------------
+    def write_batch(self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
+                    ) -> None:
+        """Write one micro-batch's ``(key, value, timestamp, partition)`` records, replacing
+        the file of the same batch if a replay wrote it before."""
+        if not records:
+            return
+        os.makedirs(self.path, exist_ok=True)
+        ext = "parquet" if self.format == "parquet" else "jsonl"
+        final = os.path.join(self.path, f"batch-{batch_id:012d}.{ext}")
+        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.{ext}.tmp")
+        if ext == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            keys, values, stamps, parts = zip(*records)
+            table = pa.table({"key": pa.array(keys, pa.binary()),
+                              "value": pa.array(values, pa.binary()),
+                              "timestamp": pa.array(stamps, pa.int64()),
+                              "partition": pa.array(parts, pa.int32())})
+            pq.write_table(table, tmp)
+        else:
+            with open(tmp, "w", encoding="utf-8") as f:
+                for key, value, ts, part in records:
+                    f.write(json.dumps({**_text("key", key), **_text("value", value),
+                                        "timestamp": ts, "partition": part}) + "\n")
+        os.replace(tmp, final)
+
+    def read_records(self) -> list[dict[str, Any]]:
+        """Everything kspark's sink wrote here, in batch order (for tests and tools)."""
+        out: list[dict[str, Any]] = []
+        if not os.path.isdir(self.path):
+            return out
+        for name in list_data_files(self.path):
+            full = os.path.join(self.path, name)
+            if name.endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                out.extend(pq.read_table(full).to_pylist())
+            else:
+                with open(full, encoding="utf-8") as f:
+                    out.extend(_from_text(json.loads(line)) for line in f if line.strip())
+        return out
+
+
+def _text(name: str, data: bytes | None) -> dict[str, Any]:
+    if data is None:
+        return {name: None}
+    try:
+        return {name: data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {f"{name}_b64": base64.b64encode(data).decode()}
+
+
+def _from_text(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for name in ("key", "value"):
+        if f"{name}_b64" in out:
+            out[name] = base64.b64decode(out.pop(f"{name}_b64"))
+        elif out.get(name) is not None:
+            out[name] = out[name].encode("utf-8")
+    return out
+
+
+def list_data_files(path: str) -> list[str]:
+    """Data files of a directory in name order (hidden and temporary files skipped)."""
+    return sorted(n for n in os.listdir(path)
+                  if not n.startswith((".", "_")) and n.endswith((".jsonl", ".json", ".parquet")))
+
+
+def file_rows(path: str, fmt: str, key_field: str, value_field: str | None,
+              timestamp_field: str, partitions: int) -> tuple[list, list, list, list]:
+    """Read one file into key bytes, value bytes, timestamps and partitions, with an error that
+    names the file and line when a row lacks what a record needs."""
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    stamps: list[int] = []
+    parts: list[int] = []
+    if fmt in ("jsonl", "kspark"):
+        with open(path, encoding="utf-8") as f:
+            rows = []
+            for line_no, line in enumerate(f):
+                if not line.strip():
+                    rows.append(None)
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    rows.append(_Malformed(line.rstrip("\n").encode(), str(exc), line_no))
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    for line_no, row in enumerate(rows):
+        if row is None:
+            continue
+        if fmt == "kspark":
+            row = _from_text(row)
+            key, value, ts, part = row["key"], row["value"], row["timestamp"], row["partition"]
+        elif isinstance(row, _Malformed):
+            key, value, ts = None, row.raw, 0
+            part = 0
+        else:
+            if timestamp_field not in row:
+                raise ValueError(f"{path} line {line_no}: no timestamp field {timestamp_field!r}")
+            raw_key = row.get(key_field)
+            key = None if raw_key is None else str(raw_key).encode("utf-8")
+            payload = row if value_field is None else row.get(value_field)
+            value = None if payload is None else json.dumps(payload, default=str).encode()
+            ts = int(row[timestamp_field])
+            part = 0 if key is None or partitions == 1 else kafka_partition(key, partitions)
+        keys.append(key)
+        values.append(value)
+        stamps.append(int(ts))
+        parts.append(int(part))
+    return keys, values, stamps, parts
+
+
+class _Malformed:
+    """A line that is not JSON: passed on as raw bytes so the value serde reports it (with
+    topic, partition and offset) under the configured error handler."""
+
+    def __init__(self, raw: bytes, error: str, line: int) -> None:
+        self.raw, self.error, self.line = raw, error, line

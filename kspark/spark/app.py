@@ -1,0 +1,264 @@
+"""StreamsApp: a Topology run as one Spark Structured Streaming query."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+from kspark.config import StreamsConfig
+from kspark.errors import StreamsError, TopologyError
+from kspark.io.files import FileTopic
+from kspark.io.schema import KIND_METRICS, KIND_RECORD, OUTPUT_DDL, TICK_TOPIC
+from kspark.processor.punctuation import PunctuationType
+from kspark.runtime.metrics import Metrics
+from kspark.topology.topology import SubTopology, Topology
+
+log = logging.getLogger("kspark.app")
+
+
+def _default_checkpoint(application_id: str) -> str:
+    return os.path.join(tempfile.gettempdir(), "kspark", application_id)
+
+
+class StreamsApp:
+    """Runs ``topology`` on Spark. ``topics`` maps every external topic of the topology to where
+    it lives (``kspark.io.files(...)``, ``kspark.io.memory(...)``, or a DataFrame with the columns
+    of Spark's Kafka source for a source topic)."""
+
+    def __init__(self, topology: Topology, application_id: str, topics: dict[str, Any],
+                 spark: Any = None, config: StreamsConfig | dict[str, Any] | None = None,
+                 checkpoint_dir: str | None = None, trigger_interval_ms: int | None = None,
+                 master: str = "local[2]") -> None:
+        topology.validate()
+        self.topology = topology
+        self.application_id = application_id
+        self.config = StreamsConfig.of(config, application_id=application_id)
+        self.config.application_id = application_id
+        self.topics = dict(topics)
+        self.checkpoint_dir = checkpoint_dir or _default_checkpoint(application_id)
+        self.trigger_interval_ms = trigger_interval_ms
+        self._spark = spark
+        self._master = master
+        self._query: Any = None
+        self._metrics = Metrics()
+        self._lock = threading.Lock()
+        self._batches = 0
+        self._stages = self._ordered_stages()
+        self._check_topics()
+
+    # -- planning ------------------------------------------------------------------------------
+    def _ordered_stages(self) -> list[SubTopology]:
+        subs = self.topology.sub_topologies()
+        writers = {t: s.id for s in subs for t in s.sink_topics}
+        done: list[SubTopology] = []
+        pending = list(subs)
+        while pending:
+            ready = [s for s in pending if all(writers.get(t) in (None, s.id) or writers[t] in
+                                               [d.id for d in done] for t in s.source_topics)]
+            if not ready:
+                raise TopologyError("sub-topologies read each other's output in a cycle: "
+                                    f"{[s.source_topics for s in pending]}")
+            done.append(ready[0])
+            pending.remove(ready[0])
+        return done
+
+    def _check_topics(self) -> None:
+        needed = self.topology.external_source_topics() + self.topology.external_sink_topics()
+        if self.config.dead_letter_topic:
+            needed.append(self.config.dead_letter_topic)
+        missing = [t for t in needed if t not in self.topics]
+        if missing:
+            raise TopologyError(f"StreamsApp {self.application_id!r}: no location given for "
+                                f"topics {missing}; pass them in topics={{...}} (kspark.io)")
+
+    def _partitions(self, topic: str) -> int:
+        spec = self.topics.get(topic)
+        return int(getattr(spec, "num_partitions", 1) or 1)
+
+    def _topic_partitions(self) -> dict[str, int]:
+        out = {t: self._partitions(t) for t in self.topics}
+        upstream = max([self._partitions(t) for t in self.topology.external_source_topics()]
+                       or [1])
+        for t, n in self.topology.internal_topics.items():
+            out[t] = n or upstream
+        return out
+
+    def _needs_ticks(self) -> bool:
+        """Whether any processor schedules wall-clock punctuation (found by initialising the
+        tasks once on the driver) or idle closing is on."""
+        if self.config.close_on_idle_ms:
+            return True
+        from kspark.runtime.task import Task
+
+        for sub in self._stages:
+            task = Task(self.topology, sub, 0, config=self.config, metrics=Metrics(),
+                        wall_clock=lambda: 0)
+            task.init()
+            if task.next_wall_clock_due() is not None:
+                return True
+        return False
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from kspark.spark.session import local_spark
+
+            self._spark = local_spark(self._master)
+        else:
+            from kspark.spark.session import prepare_python_env, register_data_sources
+
+            prepare_python_env()
+            register_data_sources(self._spark)
+        return self._spark
+
+    def _source_frame(self, topic: str) -> Any:
+        spec = self.topics[topic]
+        spark = self.spark
+        if isinstance(spec, FileTopic):
+            reader = spark.readStream.format("kspark_files")
+            for k, v in spec.source_options(topic).items():
+                reader = reader.option(k, v)
+            return reader.load()
+        if hasattr(spec, "read_stream"):
+            return spec.read_stream(spark, topic)
+        if hasattr(spec, "isStreaming"):
+            return _from_kafka_columns(spec)
+        raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
+
+    def build_query_frame(self) -> Any:
+        """The streaming DataFrame of output rows (before the sink)."""
+        from pyspark.sql import functions as F
+
+        from pyspark import cloudpickle
+
+        from kspark.spark.stage import StageProcessor
+
+        spark = self.spark
+        frames = [self._source_frame(t) for t in self.topology.external_source_topics()]
+        topic_partitions = self._topic_partitions()
+        tasks = max(topic_partitions.values() or [1])
+        if self._needs_ticks():
+            interval = self.config.extra.get("kspark.tick.ms", 1000)
+            frames.append(spark.readStream.format("kspark_ticks")
+                          .option("interval_ms", str(interval))
+                          .option("tasks", ",".join(str(i) for i in range(tasks))).load())
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.unionByName(other)
+        frame = frame.select(F.lit(KIND_RECORD).alias("kind"), "topic", "key", "value",
+                             "timestamp", "partition", "offset",
+                             F.lit(None).cast("string").alias("task"))
+        blob = cloudpickle.dumps(self.topology)
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(tasks, 1)))
+        for sub in self._stages:
+            frame = frame.groupBy("partition").transformWithStateInPandas(
+                StageProcessor(blob, sub.id, self.config, topic_partitions),
+                OUTPUT_DDL, "Append", "None")
+        return frame
+
+    # -- running -------------------------------------------------------------------------------
+    def start(self) -> StreamsApp:
+        """Start the query (resuming from the checkpoint directory if it holds one)."""
+        if self._query is not None:
+            raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
+        frame = self.build_query_frame()
+        writer = (frame.writeStream.foreachBatch(self._on_batch)
+                  .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
+                  .queryName(self.application_id.replace("-", "_")))
+        if self.trigger_interval_ms:
+            writer = writer.trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
+        self._query = writer.start()
+        return self
+
+    def _on_batch(self, frame: Any, batch_id: int) -> None:
+        pdf = frame.toPandas()
+        records = pdf[(pdf["kind"] == KIND_RECORD) & (pdf["topic"] != TICK_TOPIC)]
+        by_topic: dict[str, list[tuple[Any, Any, int, int]]] = defaultdict(list)
+        for topic, key, value, ts, part in zip(records["topic"], records["key"], records["value"],
+                                               records["timestamp"], records["partition"]):
+            by_topic[topic].append((_bytes(key), _bytes(value), int(ts), int(part)))
+        for topic, rows in by_topic.items():
+            sink = self.topics.get(topic)
+            if sink is None:
+                raise StreamsError(f"batch {batch_id}: records for topic {topic!r} which has no "
+                                   "sink location")
+            sink.write_batch(batch_id, rows)
+        for topic, sink in self.topics.items():
+            if topic not in by_topic and hasattr(sink, "batches"):
+                sink.write_batch(batch_id, [])
+        metrics = Metrics()
+        for value in pdf.loc[pdf["kind"] == KIND_METRICS, "value"]:
+            metrics.merge(json.loads(bytes(value)))
+        with self._lock:
+            self._metrics.merge(metrics.counters)
+            self._batches += 1
+
+    def process_all_available(self) -> None:
+        """Block until every source's available input has been processed."""
+        self._require_query().processAllAvailable()
+
+    def await_termination(self, timeout: float | None = None) -> bool | None:
+        query = self._require_query()
+        return query.awaitTermination(timeout) if timeout is not None else (
+            query.awaitTermination())
+
+    def stop(self) -> None:
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+
+    def _require_query(self) -> Any:
+        if self._query is None:
+            raise StreamsError(f"StreamsApp {self.application_id!r} is not started")
+        return self._query
+
+    @property
+    def query(self) -> Any:
+        return self._query
+
+    def metrics(self) -> dict[str, int]:
+        """Counters since this app object started (dropped records, processed records, ...)."""
+        with self._lock:
+            out = self._metrics.snapshot()
+            out["batches"] = self._batches
+            return out
+
+    def wait_until_idle_ticks(self, count: int, timeout: float = 60.0) -> None:
+        """Wait until ``count`` more micro-batches ran (ticks included)."""
+        target = self._batches + count
+        deadline = time.time() + timeout
+        while self._batches < target:
+            if time.time() > deadline:
+                raise TimeoutError(f"fewer than {count} batches in {timeout} s")
+            exc = self._require_query().exception()
+            if exc is not None:
+                raise exc
+            time.sleep(0.1)
+
+    def __enter__(self) -> StreamsApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _from_kafka_columns(frame: Any) -> Any:
+    """A DataFrame of Spark's native Kafka source, in kspark's input layout."""
+    from pyspark.sql import functions as F
+
+    return frame.select("key", "value", "topic", F.col("partition").cast("int"),
+                        F.col("offset").cast("long"),
+                        (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp"))
+
+
+__all__ = ["StreamsApp", "PunctuationType"]

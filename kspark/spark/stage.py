@@ -1,0 +1,165 @@
+"""One sub-topology as a Spark stateful operator: ``transformWithStateInPandas`` grouped by task.
+
+Every stage reads and writes rows of the same layout (``kspark.io.schema.OUTPUT_DDL``). A stage
+processes the record rows of its own source topics (and tick rows) with the same
+:class:`~kspark.runtime.task.Task` the test driver runs, and passes every other row through, so
+that the sub-topologies of a topology run as one chain of operators in one query, crossing
+repartition topics inside the query.
+
+Task state in Spark state, per task (the grouping key is the task's partition):
+- ``task``: ValueState holding the pickled :meth:`Task.checkpoint_state` (stream time,
+  punctuation due times, processors' own state, stores' metadata);
+- ``buckets``: MapState ``(store, bucket) -> pickled bucket``, read on first use in a batch and
+  written back only when dirty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import pickle
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from kspark.config import StreamsConfig
+from kspark.hashing import kafka_partition
+from kspark.io.schema import KIND_METRICS, KIND_RECORD, TICK_TOPIC
+from kspark.runtime.metrics import Metrics
+from kspark.runtime.task import SourceRecord, Task
+
+OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
+_TOPOLOGIES: dict[str, Any] = {}
+#: repartition rows get offsets ``upstream_partition * UPSTREAM_STRIDE + seq``
+UPSTREAM_STRIDE = 1 << 40
+
+
+def _load_topology(blob: bytes, digest: str) -> Any:
+    topo = _TOPOLOGIES.get(digest)
+    if topo is None:
+        from pyspark import cloudpickle
+
+        topo = _TOPOLOGIES[digest] = cloudpickle.loads(blob)
+    return topo
+
+
+class SparkBucketLoader:
+    """Reads store buckets from the task's MapState."""
+
+    def __init__(self, buckets: Any) -> None:
+        self.buckets = buckets
+
+    def load(self, store: str, bucket: int) -> Any | None:
+        row = self.buckets.getValue((store, bucket))
+        return None if row is None else pickle.loads(row[0])
+
+
+class StageProcessor(StatefulProcessor):
+    """Runs the tasks of one sub-topology."""
+
+    def __init__(self, topology_blob: bytes, sub_topology_id: int, config: StreamsConfig,
+                 topic_partitions: dict[str, int]) -> None:
+        self.topology_blob = topology_blob
+        self.digest = hashlib.sha256(topology_blob).hexdigest()
+        self.sub_topology_id = sub_topology_id
+        self.config = config
+        self.topic_partitions = topic_partitions
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.meta = handle.getValueState("task", "blob binary")
+        self.buckets = handle.getMapState("buckets", "store string, bucket int", "blob binary")
+
+    def close(self) -> None:
+        pass
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+                        ) -> Iterator[pd.DataFrame]:
+        partition = int(key[0])
+        frame = pd.concat(list(rows), ignore_index=True)
+        topology = _load_topology(self.topology_blob, self.digest)
+        sub = topology.sub_topologies()[self.sub_topology_id]
+        own = frame["topic"].isin(sub.source_topics) & (frame["kind"] == KIND_RECORD)
+        ticks = frame["topic"] == TICK_TOPIC
+        passthrough = frame[~own]
+        if len(passthrough):
+            yield passthrough[OUTPUT_COLUMNS]
+        mine = frame[own]
+        if not len(mine) and not ticks.any():
+            return
+        yield self._run_task(topology, sub, partition, mine)
+
+    def _run_task(self, topology: Any, sub: Any, partition: int, frame: pd.DataFrame
+                  ) -> pd.DataFrame:
+        metrics = Metrics()
+        task = Task(topology, sub, partition, config=self.config, metrics=metrics,
+                    wall_clock=lambda: int(time.time() * 1000),
+                    loader=SparkBucketLoader(self.buckets))
+        saved = self.meta.get()
+        state = pickle.loads(saved[0]) if saved is not None else None
+        task.restore_state(state)
+        task.init()
+        seq = (state or {}).get("output_seq", 0)
+        for rec in _ordered(frame):
+            task.process(rec)
+            task.punctuate_stream_time()
+        task.punctuate_wall_clock()
+        task.commit()
+        out = task.drain_output()
+        for store in task.stores.values():
+            for bucket, data in store.dirty_buckets().items():
+                if data is None:
+                    self.buckets.removeKey((store.name, bucket))
+                else:
+                    self.buckets.updateValue((store.name, bucket),
+                                             (pickle.dumps(data, protocol=5),))
+            store.clear_dirty()
+        new_state = task.checkpoint_state()
+        new_state["output_seq"] = seq + len(out)
+        self.meta.update((pickle.dumps(new_state, protocol=5),))
+        rows: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
+        task_id = task.task_id
+        for i, o in enumerate(out):
+            n = self.topic_partitions.get(o.topic, 1)
+            rows["kind"].append(KIND_RECORD)
+            rows["topic"].append(o.topic)
+            rows["key"].append(o.key)
+            rows["value"].append(o.value)
+            rows["timestamp"].append(o.timestamp)
+            rows["partition"].append(0 if o.key is None or n == 1 else kafka_partition(o.key, n))
+            rows["offset"].append(partition * UPSTREAM_STRIDE + seq + i)
+            rows["task"].append(task_id)
+        counters = {k: v for k, v in metrics.counters.items() if v}
+        if counters:
+            for c, v in zip(OUTPUT_COLUMNS, (KIND_METRICS, None, None,
+                                             json.dumps(counters).encode(), -1, partition, -1,
+                                             task_id)):
+                rows[c].append(v)
+        return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+
+def _ordered(frame: pd.DataFrame) -> Iterator[SourceRecord]:
+    """Records of each topic-partition in offset order; across topics, the one whose next
+    record has the smallest timestamp goes first (as a Kafka Streams task chooses)."""
+    if not len(frame):
+        return
+    frame = frame.sort_values(["topic", "offset"], kind="stable")
+    per_topic = []
+    for topic, part in frame.groupby("topic", sort=True):
+        records = [SourceRecord(topic, int(p), int(o), int(ts), k, v)
+                   for k, v, p, o, ts in zip(part["key"], part["value"], part["partition"],
+                                             part["offset"], part["timestamp"])]
+        per_topic.append(records)
+    if len(per_topic) == 1:
+        yield from per_topic[0]
+        return
+    heads = [(lst[0].timestamp, i, 0) for i, lst in enumerate(per_topic)]
+    heapq.heapify(heads)
+    while heads:
+        _, i, j = heapq.heappop(heads)
+        yield per_topic[i][j]
+        if j + 1 < len(per_topic[i]):
+            heapq.heappush(heads, (per_topic[i][j + 1].timestamp, i, j + 1))

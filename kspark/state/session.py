@@ -1,0 +1,191 @@
+"""The in-memory session store (KIP-94): aggregates keyed by ``(key, end, start)``, segmented
+by session end (SEMANTICS.md §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kspark.records import KeyValue
+from kspark.state._common import merge_sorted
+from kspark.state.base import DEFAULT_BUCKETS
+from kspark.state.segments import EXPIRED, SegmentedStore
+from kspark.windows import Window, Windowed
+
+
+def _by_key_time(item: tuple[Any, Any, Any]) -> Any:
+    return (item[0], item[1])
+
+
+def _by_time_key(item: tuple[Any, Any, Any]) -> Any:
+    return (item[1], item[0])
+
+
+def _to_kv(item: tuple[Any, Any, Any]) -> KeyValue:
+    key, (end, start), entry = item
+    return KeyValue(Windowed(key, Window(start, end)), entry[0])
+
+
+class InMemorySessionStore(SegmentedStore):
+    """Session aggregates by ``Windowed(key, Window(start, end))``, kept for ``retention_ms``
+    after their end. The store key is the ``Windowed``; one key's sessions are ordered by
+    ``(end, start)``."""
+
+    kind = "session"
+    segment_time_name = "session end"
+
+    def __init__(
+        self,
+        name: str,
+        retention_ms: int,
+        segment_interval_ms: int | None = None,
+        caching: bool = False,
+        logging: bool = True,
+        num_buckets: int = DEFAULT_BUCKETS,
+    ) -> None:
+        super().__init__(
+            name,
+            retention_ms,
+            segment_interval_ms,
+            caching=caching,
+            logging=logging,
+            num_buckets=num_buckets,
+        )
+
+    def _live(self, end: int) -> bool:
+        return end > self.expiry_bound
+
+    def _check_key(self, key: Any) -> None:
+        if key is None:
+            raise ValueError(f"store {self.name!r}: key must not be None")
+
+    def _check_windowed(self, windowed: Any) -> None:
+        if not isinstance(windowed, Windowed):
+            raise TypeError(f"store {self.name!r}: expected a Windowed key, got {windowed!r}")
+
+    # -- writes ------------------------------------------------------------------------------
+    def put(self, windowed: Windowed, agg: Any, timestamp: int | None = None) -> None:
+        """Store ``agg`` for the session ``windowed`` (``None`` removes it). ``timestamp``
+        defaults to the session end."""
+        self._check_writable(None if windowed is None else windowed.key)
+        self._check_windowed(windowed)
+        start, end = windowed.window.start, windowed.window.end
+        ts = end if timestamp is None else timestamp
+        old = self._write(windowed.key, end, (end, start), agg, ts)
+        if old is EXPIRED:
+            if agg is not None:
+                self.context.record_dropped("expired-segment", self._drop_detail(windowed, end))
+            return
+        # A remove is logged even when nothing was stored: its session end moves observed
+        # stream time, and the changelog must carry that to rebuild the store exactly.
+        self._changed(windowed, old, agg, ts)
+
+    def remove(self, windowed: Windowed, timestamp: int | None = None) -> None:
+        """Remove the session ``windowed``."""
+        self.put(windowed, None, timestamp)
+
+    def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
+        for windowed, agg, timestamp in changelog:
+            start, end = windowed.window.start, windowed.window.end
+            self._write(windowed.key, end, (end, start), agg, timestamp)
+
+    # -- reads -------------------------------------------------------------------------------
+    def _current(self, store_key: Any) -> Any:
+        start, end = store_key.window.start, store_key.window.end
+        if not self._live(end):
+            return None
+        entry = self._get_entry(store_key.key, self.segment_id(end), (end, start))
+        return None if entry is None else entry[0]
+
+    def fetch_session(self, key: Any, start: int, end: int) -> Any:
+        """The aggregate of ``key``'s session ``[start, end]``, or ``None``."""
+        self._check_key(key)
+        return self._current(Windowed(key, Window(start, end)))
+
+    def _find(self, key: Any, earliest_end: int | None, latest_start: int | None) -> list[KeyValue]:
+        self._check_key(key)
+        bound = self.expiry_bound
+        seg_lo = None if earliest_end is None else self.segment_id(earliest_end)
+        lo = None if earliest_end is None else (earliest_end,)
+        out = []
+        for (end, start), entry in self._key_entries(key, seg_lo, None, lo, None):
+            if end > bound and (latest_start is None or start <= latest_start):
+                out.append(KeyValue(Windowed(key, Window(start, end)), entry[0]))
+        return out
+
+    def find_sessions(
+        self, key: Any, earliest_session_end: int | None, latest_session_start: int | None
+    ) -> list[KeyValue]:
+        """``KeyValue(Windowed, agg)`` of ``key``'s sessions with ``end >= earliest_session_end``
+        and ``start <= latest_session_start`` (``None``: unbounded), ascending by (end, start)."""
+        return self._find(key, earliest_session_end, latest_session_start)
+
+    def backward_find_sessions(
+        self, key: Any, earliest_session_end: int | None, latest_session_start: int | None
+    ) -> list[KeyValue]:
+        """As :meth:`find_sessions`, descending by (end, start)."""
+        return self._find(key, earliest_session_end, latest_session_start)[::-1]
+
+    def fetch(self, key: Any) -> list[KeyValue]:
+        """Every session of ``key``, ascending by (end, start)."""
+        return self._find(key, None, None)
+
+    def backward_fetch(self, key: Any) -> list[KeyValue]:
+        """Every session of ``key``, descending by (end, start)."""
+        return self._find(key, None, None)[::-1]
+
+    def _query(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_end: int | None,
+        latest_start: int | None,
+        order: Callable[[tuple[Any, Any, Any]], Any],
+        reverse: bool,
+    ) -> list[KeyValue]:
+        bound = self.expiry_bound
+        seg_lo = None if earliest_end is None else self.segment_id(earliest_end)
+        lo = None if earliest_end is None else (earliest_end,)
+        runs = self._range_runs(key_from, key_to, seg_lo, None, lo, None)
+        runs = [
+            [
+                item
+                for item in run
+                if item[1][0] > bound and (latest_start is None or item[1][1] <= latest_start)
+            ]
+            for run in runs
+        ]
+        return merge_sorted(self.name, runs, order, _to_kv, reverse=reverse)
+
+    def find_sessions_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_session_end: int | None,
+        latest_session_start: int | None,
+    ) -> list[KeyValue]:
+        """As :meth:`find_sessions` for every key in ``[key_from, key_to]`` (``None``:
+        unbounded), ordered by key then (end, start)."""
+        return self._query(
+            key_from, key_to, earliest_session_end, latest_session_start, _by_key_time, False
+        )
+
+    def backward_find_sessions_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_session_end: int | None,
+        latest_session_start: int | None,
+    ) -> list[KeyValue]:
+        """As :meth:`find_sessions_range`, in reverse order."""
+        return self._query(
+            key_from, key_to, earliest_session_end, latest_session_start, _by_key_time, True
+        )
+
+    def all(self) -> list[KeyValue]:
+        """Every live session, ordered by end, start, then key."""
+        return self._query(None, None, None, None, _by_time_key, False)
+
+    def backward_all(self) -> list[KeyValue]:
+        """Every live session, in the reverse order of :meth:`all`."""
+        return self._query(None, None, None, None, _by_time_key, True)

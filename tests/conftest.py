@@ -1,0 +1,30 @@
+"""Shared fixtures: one Spark session for the whole run (PySpark is slow to start)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from kspark.spark.session import local_spark
+
+    session = local_spark("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def app_dir():
+    path = tempfile.mkdtemp(prefix="kspark-test-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the Spark tests last, so the fast layers fail fast."""
+    items.sort(key=lambda item: os.sep + "spark" + os.sep in str(item.fspath))

@@ -1,0 +1,84 @@
+"""Windows, serdes and durations: the plain values of layer 1."""
+
+from __future__ import annotations
+
+import struct
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kspark import serdes
+from kspark.errors import SerializationError
+from kspark.windows import SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
+
+
+def test_durations_accept_int_ms_and_timedelta():
+    assert SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), 250) == SessionWindows(
+        5000, 250)
+    assert TimeWindows.of_size_with_no_grace(timedelta(minutes=1)).size_ms == 60_000
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SessionWindows.of_inactivity_gap_with_no_grace(0),
+    lambda: SessionWindows.of_inactivity_gap_and_grace(10, -1),
+    lambda: TimeWindows.of_size_with_no_grace(0),
+    lambda: TimeWindows.of_size_and_grace(10, -5),
+    lambda: TimeWindows.of_size_with_no_grace(10).advance_by(0),
+    lambda: TimeWindows.of_size_with_no_grace(10).advance_by(11),
+    lambda: SlidingWindows.of_time_difference_with_no_grace(0),
+    lambda: SlidingWindows.of_time_difference_and_grace(10, -1),
+])
+def test_invalid_window_specs_raise_value_error(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+@given(size=st.integers(1, 50), advance=st.integers(1, 50), ts=st.integers(0, 500))
+def test_time_windows_for_matches_definition(size, advance, ts):
+    if advance > size:
+        advance = size
+    windows = TimeWindows.of_size_with_no_grace(size).advance_by(advance).windows_for(ts)
+    expected = [Window(s, s + size) for s in range(0, ts + 1, advance) if ts - size < s <= ts]
+    assert windows == expected
+
+
+def test_window_and_windowed_compare_by_value():
+    assert Windowed("k", Window(1, 2)) == Windowed("k", Window(1, 2))
+    assert len({Windowed("k", Window(1, 2)), Windowed("k", Window(1, 2))}) == 1
+    with pytest.raises(ValueError):
+        Window(5, 4)
+
+
+@pytest.mark.parametrize("serde, value", [
+    (serdes.String(), "héllo"), (serdes.Long(), -(2**63)), (serdes.Long(), 42),
+    (serdes.Double(), 2.5), (serdes.Bytes(), b"\x00\xff"), (serdes.Json(), {"a": [1, None]}),
+])
+def test_serdes_round_trip_and_none_passes(serde, value):
+    assert serde.deserialize(serde.serialize(value)) == value
+    assert serde.serialize(None) is None
+    assert serde.deserialize(None) is None
+
+
+def test_long_is_kafka_big_endian():
+    assert serdes.Long().serialize(1) == b"\x00" * 7 + b"\x01"
+
+
+def test_windowed_serdes_use_kafka_layout():
+    key = Windowed("ab", Window(3, 9))
+    data = serdes.SessionWindowed(serdes.String()).serialize(key)
+    assert data == b"ab" + struct.pack(">qq", 9, 3)
+    assert serdes.SessionWindowed(serdes.String()).deserialize(data) == key
+    tw = serdes.TimeWindowed(serdes.String(), 6)
+    assert tw.serialize(key) == b"ab" + struct.pack(">q", 3)
+    assert tw.deserialize(tw.serialize(key)) == key
+
+
+def test_serde_errors_name_the_serde():
+    with pytest.raises(SerializationError, match="Long"):
+        serdes.Long().deserialize(b"abc")
+    with pytest.raises(SerializationError, match="Json"):
+        serdes.Json().deserialize(b"{not json")
+    with pytest.raises(SerializationError, match="String"):
+        serdes.String().serialize(5)

@@ -1,0 +1,170 @@
+"""Unit tests of InMemoryWindowStore."""
+
+from __future__ import annotations
+
+import pytest
+
+from kspark.errors import InvalidStateStoreError
+from kspark.records import KeyValue, ValueAndTimestamp
+from kspark.state import InMemoryWindowStore, NullContext
+from kspark.windows import Window, Windowed
+
+
+def make(**kw) -> InMemoryWindowStore:
+    params = {"retention_ms": 10_000, "window_size_ms": 100, "num_buckets": 8} | kw
+    store = InMemoryWindowStore("ws", **params)
+    store.init(NullContext())
+    return store
+
+
+def w(key: str, start: int, size: int = 100) -> Windowed:
+    return Windowed(key, Window(start, start + size))
+
+
+@pytest.fixture
+def ws() -> InMemoryWindowStore:
+    store = make()
+    for key in ["b", "a", "c"]:
+        for start in [300, 0, 200, 100]:
+            store.put(key, f"{key}{start}", start)
+    return store
+
+
+def test_fetch_single_window(ws: InMemoryWindowStore) -> None:
+    assert ws.fetch("a", 200) == "a200"
+    assert ws.fetch("a", 250) is None
+    assert ws.fetch("zz", 200) is None
+
+
+def test_fetch_range_inclusive_by_start(ws: InMemoryWindowStore) -> None:
+    assert ws.fetch_range("b", 100, 300) == [
+        KeyValue(100, "b100"),
+        KeyValue(200, "b200"),
+        KeyValue(300, "b300"),
+    ]
+    assert ws.backward_fetch_range("b", 100, 300) == [
+        KeyValue(300, "b300"),
+        KeyValue(200, "b200"),
+        KeyValue(100, "b100"),
+    ]
+    assert ws.fetch_range("b", 101, 299) == [KeyValue(200, "b200")]
+    assert ws.fetch_range("b", 300, 100) == []
+
+
+def test_fetch_key_range_ordered_by_key_then_start(ws: InMemoryWindowStore) -> None:
+    got = ws.fetch_key_range("a", "b", 100, 200)
+    assert got == [
+        KeyValue(w("a", 100), "a100"),
+        KeyValue(w("a", 200), "a200"),
+        KeyValue(w("b", 100), "b100"),
+        KeyValue(w("b", 200), "b200"),
+    ]
+    assert ws.backward_fetch_key_range("a", "b", 100, 200) == got[::-1]
+
+
+def test_fetch_all_and_all_ordered_by_start_then_key(ws: InMemoryWindowStore) -> None:
+    got = ws.fetch_all(100, 200)
+    assert [(e.key.key, e.key.window.start) for e in got] == [
+        ("a", 100),
+        ("b", 100),
+        ("c", 100),
+        ("a", 200),
+        ("b", 200),
+        ("c", 200),
+    ]
+    assert ws.backward_fetch_all(100, 200) == got[::-1]
+    everything = ws.all()
+    assert [(e.key.window.start, e.key.key) for e in everything] == sorted(
+        (s, k) for k in "abc" for s in (0, 100, 200, 300)
+    )
+    assert everything[0] == KeyValue(w("a", 0), "a0")
+    assert ws.backward_all() == everything[::-1]
+
+
+def test_put_none_deletes(ws: InMemoryWindowStore) -> None:
+    ws.put("a", None, 200)
+    assert ws.fetch("a", 200) is None
+    assert [e.key for e in ws.fetch_range("a", 0, 1000)] == [0, 100, 300]
+
+
+def test_none_key_and_read_only() -> None:
+    store = make()
+    with pytest.raises(ValueError, match="ws"):
+        store.put(None, 1, 0)
+    store.read_only = True
+    with pytest.raises(InvalidStateStoreError):
+        store.put("a", 1, 0)
+
+
+def test_timestamp_defaults() -> None:
+    store = make(logging=True)
+    store.put("a", 1, 500)  # no record: the window start
+    store.context.timestamp = 777
+    store.put("b", 1, 500)
+    store.put("c", 1, 500, timestamp=3)
+    assert store.context.changelog == [
+        (w("a", 500), 1, 500),
+        (w("b", 500), 1, 777),
+        (w("c", 500), 1, 3),
+    ]
+
+
+def test_retain_duplicates() -> None:
+    store = make(retain_duplicates=True)
+    store.put("a", 1, 100)
+    store.put("a", 2, 100)
+    store.put("a", None, 100)  # ignored
+    store.put("b", 3, 100)
+    store.put("a", 4, 0)
+    assert store.fetch_range("a", 0, 100) == [KeyValue(0, 4), KeyValue(100, 1), KeyValue(100, 2)]
+    assert store.fetch("a", 100) == 1
+    assert store.all() == [
+        KeyValue(w("a", 0), 4),
+        KeyValue(w("a", 100), 1),
+        KeyValue(w("a", 100), 2),
+        KeyValue(w("b", 100), 3),
+    ]
+    keys = [entry[0] for entry in store.context.changelog]
+    assert keys == [(w("a", 100), 0), (w("a", 100), 1), (w("b", 100), 2), (w("a", 0), 3)]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"retention_ms": 50, "window_size_ms": 100},
+        {"window_size_ms": 0},
+        {"window_size_ms": -5},
+        {"retention_ms": -1, "window_size_ms": 1},
+        {"segment_interval_ms": 0},
+        {"retain_duplicates": True, "caching": True},
+    ],
+)
+def test_invalid_arguments(kw: dict) -> None:
+    with pytest.raises(ValueError):
+        make(**kw)
+
+
+def test_attributes_and_default_segment_interval() -> None:
+    store = make(retention_ms=300_000, window_size_ms=1000)
+    assert (store.retention_ms, store.window_size_ms) == (300_000, 1000)
+    assert store.segment_interval_ms == 150_000
+    assert make().segment_interval_ms == 60_000
+    assert store.retain_duplicates is False
+    assert store.kind == "window"
+
+
+def test_timestamped_reads() -> None:
+    store = make()
+    store.put("a", "x", 100, timestamp=150)
+    store.put("a", "y", 200, timestamp=260)
+    store.put("b", "z", 100, timestamp=101)
+    assert store.fetch_with_timestamp("a", 100) == ValueAndTimestamp("x", 150)
+    assert store.fetch_with_timestamp("a", 300) is None
+    assert store.fetch_range_with_timestamps("a", 0, 1000) == [
+        KeyValue(100, ValueAndTimestamp("x", 150)),
+        KeyValue(200, ValueAndTimestamp("y", 260)),
+    ]
+    assert store.fetch_all_with_timestamps(100, 100) == [
+        KeyValue(w("a", 100), ValueAndTimestamp("x", 150)),
+        KeyValue(w("b", 100), ValueAndTimestamp("z", 101)),
+    ]
