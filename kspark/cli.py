@@ -12,8 +12,11 @@ from rich.table import Table
 
 import kspark
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="kspark: Kafka Streams' stateful processing model on Apache Spark.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="kspark: Kafka Streams' stateful processing model on Apache Spark.",
+)
 console = Console()
 
 
@@ -25,8 +28,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """kspark command line."""
 
@@ -86,8 +93,10 @@ def demo(
         for user, count in store.all():
             table.add_row(user, str(count))
         console.print(table)
-        console.print(f"{len(reports)} report records forwarded by the punctuator; "
-                      f"metrics: {driver.metrics()}")
+        console.print(
+            f"{len(reports)} report records forwarded by the punctuator; "
+            f"metrics: {driver.metrics()}"
+        )
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ class Serde:
             return self._serialize(value)
         except SerializationError:
             raise
-        except Exception as exc:  # noqa: BLE001 - re-raised with the serde's name
+        except Exception as exc:
             raise SerializationError(
                 f"{self.name} serde cannot serialize {type(value).__name__} {value!r:.80}: {exc}"
             ) from exc
@@ -36,7 +36,7 @@ class Serde:
             return self._deserialize(bytes(data))
         except SerializationError:
             raise
-        except Exception as exc:  # noqa: BLE001 - re-raised with the serde's name
+        except Exception as exc:
             raise SerializationError(
                 f"{self.name} serde cannot deserialize {len(data)} bytes {bytes(data)[:40]!r}: {exc}"
             ) from exc
@@ -93,7 +93,9 @@ class Double(Serde):
 
     def _deserialize(self, data: bytes) -> float:
         if len(data) != 8:
-            raise ValueError(f"size of data received by Double deserializer is not 8 but {len(data)}")
+            raise ValueError(
+                f"size of data received by Double deserializer is not 8 but {len(data)}"
+            )
         return struct.unpack(">d", data)[0]
 
 

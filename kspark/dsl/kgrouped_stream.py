@@ -99,7 +99,3 @@ def _zero() -> int:
 
 def _count(key: Any, value: Any, agg: int) -> int:
     return agg + 1
-
-
-def _add(key: Any, a: int, b: int) -> int:
-    return a + b

@@ -36,8 +36,9 @@ from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, EmitType, SessionWindows, Window, Windowed
 
 
-def session_store_builder(store_name: str, windows: SessionWindows,
-                          materialized: Any) -> StoreBuilder:
+def session_store_builder(
+    store_name: str, windows: SessionWindows, materialized: Any
+) -> StoreBuilder:
     """The session store of a session-windowed aggregation.
 
     Retention defaults to gap + grace; a smaller ``Materialized`` retention raises
@@ -46,12 +47,16 @@ def session_store_builder(store_name: str, windows: SessionWindows,
     expires sessions with ``end <= observed - retention``."""
     opts = materialized_options(materialized)
     minimum = windows.default_retention_ms
-    retention = resolve_retention(store_name, opts["retention"], minimum,
-                                  "the session inactivity gap plus the grace period")
+    retention = resolve_retention(
+        store_name, opts["retention"], minimum, "the session inactivity gap plus the grace period"
+    )
     return Stores.session_store(
-        store_name, max(retention, minimum + 1),
-        key_serde=opts["key_serde"], value_serde=opts["value_serde"],
-        caching=opts["caching"], logging=opts["logging"],
+        store_name,
+        max(retention, minimum + 1),
+        key_serde=opts["key_serde"],
+        value_serde=opts["value_serde"],
+        caching=opts["caching"],
+        logging=opts["logging"],
     )
 
 
@@ -144,7 +149,8 @@ class SessionWindowAggregateProcessor(Processor):
             floor = -1 if last is None else last
             pending = self._pending = SortedSet(
                 (kv.key.window.end, kv.key.window.start, kv.key.key)
-                for kv in self.store.all() if kv.key.window.end >= floor
+                for kv in self.store.all()
+                if kv.key.window.end >= floor
             )
         out = []
         while pending and pending[0][0] < close:

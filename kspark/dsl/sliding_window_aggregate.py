@@ -29,8 +29,9 @@ from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, SlidingWindows, Window, Windowed
 
 
-def sliding_window_store_builder(store_name: str, windows: SlidingWindows,
-                                 materialized: Any) -> StoreBuilder:
+def sliding_window_store_builder(
+    store_name: str, windows: SlidingWindows, materialized: Any
+) -> StoreBuilder:
     """The window store of a sliding-window aggregation (window size = the time difference).
 
     Retention defaults to 2 * diff + grace (a record looks back at windows starting up to
@@ -40,12 +41,18 @@ def sliding_window_store_builder(store_name: str, windows: SlidingWindows,
     starting 2 * diff before it."""
     opts = materialized_options(materialized)
     minimum = windows.default_retention_ms
-    retention = resolve_retention(store_name, opts["retention"], minimum,
-                                  "twice the time difference plus the grace period")
+    retention = resolve_retention(
+        store_name, opts["retention"], minimum, "twice the time difference plus the grace period"
+    )
     return Stores.window_store(
-        store_name, max(retention, minimum + 1), windows.time_difference_ms,
-        retain_duplicates=False, key_serde=opts["key_serde"], value_serde=opts["value_serde"],
-        caching=opts["caching"], logging=opts["logging"],
+        store_name,
+        max(retention, minimum + 1),
+        windows.time_difference_ms,
+        retain_duplicates=False,
+        key_serde=opts["key_serde"],
+        value_serde=opts["value_serde"],
+        caching=opts["caching"],
+        logging=opts["logging"],
     )
 
 
@@ -87,8 +94,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase):
             self.emit_final_results(pending, close)
 
     # -- window updates ------------------------------------------------------------------------
-    def _update(self, record: Record, start: int, base: ValueAndTimestamp | None,
-                old: Any) -> None:
+    def _update(self, record: Record, start: int, base: ValueAndTimestamp | None, old: Any) -> None:
         """Aggregate ``record`` into the window at ``start`` whose current content is ``base``
         (``None``: empty) and whose stored value is ``old``; drop it if the window is closed."""
         window = Window(start, start + self.windows.time_difference_ms)
@@ -120,7 +126,8 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase):
         left_exists = right_exists = False
         previous_ts: int | None = None
         for start, stored in self.store.fetch_range_with_timestamps(
-                key, max(0, ts - 2 * diff), ts + 1):
+            key, max(0, ts - 2 * diff), ts + 1
+        ):
             starts.add(start)
             end = start + diff
             if end < ts:

@@ -134,8 +134,9 @@ class Suppressed:
         return cls(_WINDOW_CLOSE, config)
 
     @classmethod
-    def until_time_limit(cls, time_limit: Duration,
-                         buffer_config: BufferConfig | None = None) -> Suppressed:
+    def until_time_limit(
+        cls, time_limit: Duration, buffer_config: BufferConfig | None = None
+    ) -> Suppressed:
         """The latest update of a key once ``time_limit`` of stream time has passed since its
         first buffered update."""
         config = BufferConfig.unbounded() if buffer_config is None else buffer_config
@@ -187,14 +188,17 @@ class SuppressProcessor(Processor):
     ``suppress_duration_ms``: for ``until_window_closes`` the windows' grace (sessions: gap +
     grace), required; for ``until_time_limit`` ``None`` means the suppression's time limit."""
 
-    def __init__(self, suppressed: Suppressed, store_name: str,
-                 suppress_duration_ms: int | None = None) -> None:
+    def __init__(
+        self, suppressed: Suppressed, store_name: str, suppress_duration_ms: int | None = None
+    ) -> None:
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppressed must be a Suppressed, got {suppressed!r}")
         if suppress_duration_ms is None:
             if suppressed.until_window_close:
-                raise ValueError("Suppressed.until_window_closes needs the windows' grace "
-                                 "(suppress_duration_ms): suppress a windowed KTable")
+                raise ValueError(
+                    "Suppressed.until_window_closes needs the windows' grace "
+                    "(suppress_duration_ms): suppress a windowed KTable"
+                )
             suppress_duration_ms = suppressed.time_limit_ms
         self.suppressed = suppressed
         self.store_name = store_name
@@ -209,15 +213,20 @@ class SuppressProcessor(Processor):
         super().init(context)
         self.store: Any = context.get_state_store(self.store_name)
         self.state = context.processor_state
-        #: buffer keys ``(buffered_time, seqnum)`` in release order, and key -> buffer key
+        #: buffer keys ``(buffered_time, seqnum)`` in release order, and key -> buffer key;
+        #: read from the store on the first record (after a restart too)
         self._order: SortedList = SortedList()
         self._index: dict[Any, tuple[int, int]] = {}
         self._bytes = 0
+        self._loaded = False
+
+    def _load(self) -> None:
         for kv in self.store.all():
             entry = _Buffered(*kv.value)
             self._order.add(kv.key)
             self._index[entry.key] = kv.key
             self._bytes += entry.size
+        self._loaded = True
 
     @property
     def num_records(self) -> int:
@@ -231,9 +240,13 @@ class SuppressProcessor(Processor):
         key = record.key
         if key is None:
             self.context.record_dropped(
-                "null-key", f"suppress {self.context.processor_name!r}: skipped record with "
-                f"null key at timestamp {record.timestamp}")
+                "null-key",
+                f"suppress {self.context.processor_name!r}: skipped record with "
+                f"null key at timestamp {record.timestamp}",
+            )
             return
+        if not self._loaded:
+            self._load()
         change = record.value if isinstance(record.value, Change) else Change(record.value, None)
         ts = record.timestamp
         observed = max(self.state.get(OBSERVED, -1), ts)
@@ -245,7 +258,8 @@ class SuppressProcessor(Processor):
                 if not isinstance(key, Windowed):
                     raise TypeError(
                         f"suppress {self.context.processor_name!r}: until_window_closes needs "
-                        f"windowed keys, got {key!r}")
+                        f"windowed keys, got {key!r}"
+                    )
                 buffered_time = key.window.end
             else:
                 buffered_time = ts
@@ -260,8 +274,9 @@ class SuppressProcessor(Processor):
             prior = previous.prior_value
             self._bytes -= previous.size
         self._bytes += size
-        self.store.put(slot, tuple(_Buffered(key, change.new_value, prior, ts, record.headers,
-                                             size)), ts)
+        self.store.put(
+            slot, tuple(_Buffered(key, change.new_value, prior, ts, record.headers, size)), ts
+        )
         self._enforce(observed)
 
     def _enforce(self, observed: int) -> None:
@@ -271,8 +286,11 @@ class SuppressProcessor(Processor):
         if self._over_capacity():
             if not self.emit_early:
                 meta = self.context.record_metadata()
-                origin = ("" if meta is None else f" at topic {meta.topic!r} partition "
-                          f"{meta.partition} offset {meta.offset}")
+                origin = (
+                    ""
+                    if meta is None
+                    else f" at topic {meta.topic!r} partition {meta.partition} offset {meta.offset}"
+                )
                 err = BufferFullError(
                     f"suppress processor {self.context.processor_name!r} (task "
                     f"{self.context.task_id}): buffer exceeded its max capacity{origin}: "
@@ -289,8 +307,9 @@ class SuppressProcessor(Processor):
         return "unbounded" if limit is None else str(limit)
 
     def _over_capacity(self) -> bool:
-        return ((self.max_records is not None and self.num_records > self.max_records)
-                or (self.max_bytes is not None and self._bytes > self.max_bytes))
+        return (self.max_records is not None and self.num_records > self.max_records) or (
+            self.max_bytes is not None and self._bytes > self.max_bytes
+        )
 
     def _release_first(self) -> None:
         slot = self._order.pop(0)
@@ -300,5 +319,11 @@ class SuppressProcessor(Processor):
         self._bytes -= entry.size
         if entry.new_value is None and (self.drop_tombstones or entry.prior_value is None):
             return
-        self.context.forward(Record(entry.key, Change(entry.new_value, entry.prior_value),
-                                    entry.timestamp, entry.headers))
+        self.context.forward(
+            Record(
+                entry.key,
+                Change(entry.new_value, entry.prior_value),
+                entry.timestamp,
+                entry.headers,
+            )
+        )

@@ -32,8 +32,13 @@ def materialized_options(materialized: Any) -> dict[str, Any]:
     """Read a duck-typed ``Materialized`` (or ``None``, or a store name): retention (ms or
     ``None``), caching (default on), logging (default on) and serdes."""
     if materialized is None or isinstance(materialized, str):
-        return {"retention": None, "caching": True, "logging": True,
-                "key_serde": None, "value_serde": None}
+        return {
+            "retention": None,
+            "caching": True,
+            "logging": True,
+            "key_serde": None,
+            "value_serde": None,
+        }
     retention = getattr(materialized, "retention", None)
     if isinstance(retention, timedelta | int) and not isinstance(retention, bool):
         retention = to_ms(retention, "retention")
@@ -63,8 +68,11 @@ def resolve_retention(store_name: str, requested: int | None, minimum: int, what
 def where(context: ProcessorContext) -> str:
     """Where the current record came from, for log messages."""
     meta = context.record_metadata()
-    origin = (f"topic {meta.topic!r} partition {meta.partition} offset {meta.offset}"
-              if meta is not None else "no input record")
+    origin = (
+        f"topic {meta.topic!r} partition {meta.partition} offset {meta.offset}"
+        if meta is not None
+        else "no input record"
+    )
     return f"processor {context.processor_name!r}, {origin}"
 
 
@@ -83,14 +91,21 @@ def drop_null(context: ProcessorContext, record: Record) -> bool:
     return True
 
 
-def drop_expired(context: ProcessorContext, record: Record, window: Window, close: int,
-                 observed: int) -> None:
+def drop_expired(
+    context: ProcessorContext,
+    record: Record,
+    window: Window,
+    close: int,
+    observed: int,
+    end_inclusive: bool = True,
+) -> None:
     """Count ``record`` as dropped for the closed ``window``."""
+    bracket = "]" if end_inclusive else ")"
     context.record_dropped(
         "expired-window",
         f"skipped record for expired window: key {record.key!r} timestamp {record.timestamp} "
-        f"window [{window.start}, {window.end}] close time {close} observed stream time "
-        f"{observed} ({where(context)})",
+        f"window [{window.start}, {window.end}{bracket} close time {close} observed stream "
+        f"time {observed} ({where(context)})",
     )
 
 
@@ -136,8 +151,10 @@ class WindowedAggregateBase(Processor):
         by start then key."""
         if hi < lo:
             return []
-        return [(kv.key, kv.value.value, kv.value.timestamp)
-                for kv in self.store.fetch_all_with_timestamps(lo, hi)]
+        return [
+            (kv.key, kv.value.value, kv.value.timestamp)
+            for kv in self.store.fetch_all_with_timestamps(lo, hi)
+        ]
 
     def emit_final_results(self, pending: list[tuple[Windowed, Any, int]], close: int) -> None:
         for windowed, agg, timestamp in pending:
@@ -146,18 +163,28 @@ class WindowedAggregateBase(Processor):
 
 
 # -- tumbling / hopping ----------------------------------------------------------------------------
-def time_window_store_builder(store_name: str, windows: TimeWindows,
-                              materialized: Any) -> StoreBuilder:
+def time_window_store_builder(
+    store_name: str, windows: TimeWindows, materialized: Any
+) -> StoreBuilder:
     """The window store of a time-windowed aggregation: retention defaults to size + grace
     (a smaller ``Materialized`` retention raises ``ValueError``); caching and logging follow
     the ``Materialized`` (both on by default)."""
     opts = materialized_options(materialized)
-    retention = resolve_retention(store_name, opts["retention"], windows.default_retention_ms,
-                                  "the window size plus the grace period")
+    retention = resolve_retention(
+        store_name,
+        opts["retention"],
+        windows.default_retention_ms,
+        "the window size plus the grace period",
+    )
     return Stores.window_store(
-        store_name, retention, windows.size_ms, retain_duplicates=False,
-        key_serde=opts["key_serde"], value_serde=opts["value_serde"],
-        caching=opts["caching"], logging=opts["logging"],
+        store_name,
+        retention,
+        windows.size_ms,
+        retain_duplicates=False,
+        key_serde=opts["key_serde"],
+        value_serde=opts["value_serde"],
+        caching=opts["caching"],
+        logging=opts["logging"],
     )
 
 
@@ -190,7 +217,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateBase):
         pending = self._pending_final(close) if self.emit_final else None
         for window in self.windows.windows_for(ts):
             if window.end <= close:
-                drop_expired(self.context, record, window, close, observed)
+                drop_expired(self.context, record, window, close, observed, False)
                 continue
             stored = self.store.fetch_with_timestamp(key, window.start)
             if stored is None:

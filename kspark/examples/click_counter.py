@@ -41,8 +41,9 @@ def topology(input_topic: str = "clicks", output_topic: str = "click-counts-repo
     topo.add_source("clicks", input_topic, serdes.String(), serdes.Json())
     topo.add_processor("counter", ClickCounter, "clicks")
     topo.add_state_store(Stores.key_value_store(STORE), "counter")
-    topo.add_sink("report", output_topic, "counter", key_serde=serdes.String(),
-                  value_serde=serdes.Long())
+    topo.add_sink(
+        "report", output_topic, "counter", key_serde=serdes.String(), value_serde=serdes.Long()
+    )
     return topo
 
 

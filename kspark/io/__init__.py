@@ -13,8 +13,12 @@ def files(path: str, format: str = "jsonl", **options: Any) -> FileTopic:
     return FileTopic(path, format=format, **options)
 
 
-def memory(key_serde: Any = None, value_serde: Any = None, partitions: int = 1,
-           max_files_per_trigger: int | None = None) -> MemoryTopic:
+def memory(
+    key_serde: Any = None,
+    value_serde: Any = None,
+    partitions: int = 1,
+    max_files_per_trigger: int | None = None,
+) -> MemoryTopic:
     """An in-memory topic for tests and notebooks; see :class:`MemoryTopic`."""
     return MemoryTopic(key_serde, value_serde, partitions, max_files_per_trigger)
 

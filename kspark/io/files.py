@@ -42,8 +42,9 @@ class FileTopic:
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
-            raise ValueError(f"file topic {self.path!r}: format must be one of {FORMATS}, "
-                             f"got {self.format!r}")
+            raise ValueError(
+                f"file topic {self.path!r}: format must be one of {FORMATS}, got {self.format!r}"
+            )
         if self.partitions < 1:
             raise ValueError(f"file topic {self.path!r}: partitions must be >= 1")
         self.path = os.path.abspath(self.path)
@@ -53,9 +54,14 @@ class FileTopic:
         return self.partitions
 
     def source_options(self, topic: str) -> dict[str, str]:
-        opts = {"path": self.path, "format": self.format, "key_field": self.key_field,
-                "timestamp_field": self.timestamp_field, "partitions": str(self.partitions),
-                "topic": topic}
+        opts = {
+            "path": self.path,
+            "format": self.format,
+            "key_field": self.key_field,
+            "timestamp_field": self.timestamp_field,
+            "partitions": str(self.partitions),
+            "topic": topic,
+        }
         if self.value_field:
             opts["value_field"] = self.value_field
         if self.max_files_per_trigger:
@@ -63,8 +69,9 @@ class FileTopic:
         return opts
 
     # -- sink ----------------------------------------------------------------------------------
-    def write_batch(self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
-                    ) -> None:
+    def write_batch(
+        self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
+    ) -> None:
         """Write one micro-batch's ``(key, value, timestamp, partition)`` records, replacing
         the file of the same batch if a replay wrote it before."""
         if not records:
@@ -78,16 +85,29 @@ class FileTopic:
             import pyarrow.parquet as pq
 
             keys, values, stamps, parts = zip(*records)
-            table = pa.table({"key": pa.array(keys, pa.binary()),
-                              "value": pa.array(values, pa.binary()),
-                              "timestamp": pa.array(stamps, pa.int64()),
-                              "partition": pa.array(parts, pa.int32())})
+            table = pa.table(
+                {
+                    "key": pa.array(keys, pa.binary()),
+                    "value": pa.array(values, pa.binary()),
+                    "timestamp": pa.array(stamps, pa.int64()),
+                    "partition": pa.array(parts, pa.int32()),
+                }
+            )
             pq.write_table(table, tmp)
         else:
             with open(tmp, "w", encoding="utf-8") as f:
                 for key, value, ts, part in records:
-                    f.write(json.dumps({**_text("key", key), **_text("value", value),
-                                        "timestamp": ts, "partition": part}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                **_text("key", key),
+                                **_text("value", value),
+                                "timestamp": ts,
+                                "partition": part,
+                            }
+                        )
+                        + "\n"
+                    )
         os.replace(tmp, final)
 
     def read_records(self) -> list[dict[str, Any]]:
@@ -128,12 +148,21 @@ def _from_text(row: dict[str, Any]) -> dict[str, Any]:
 
 def list_data_files(path: str) -> list[str]:
     """Data files of a directory in name order (hidden and temporary files skipped)."""
-    return sorted(n for n in os.listdir(path)
-                  if not n.startswith((".", "_")) and n.endswith((".jsonl", ".json", ".parquet")))
+    return sorted(
+        n
+        for n in os.listdir(path)
+        if not n.startswith((".", "_")) and n.endswith((".jsonl", ".json", ".parquet"))
+    )
 
 
-def file_rows(path: str, fmt: str, key_field: str, value_field: str | None,
-              timestamp_field: str, partitions: int) -> tuple[list, list, list, list]:
+def file_rows(
+    path: str,
+    fmt: str,
+    key_field: str,
+    value_field: str | None,
+    timestamp_field: str,
+    partitions: int,
+) -> tuple[list, list, list, list]:
     """Read one file into key bytes, value bytes, timestamps and partitions, with an error that
     names the file and line when a row lacks what a record needs."""
     keys: list[bytes | None] = []

@@ -20,11 +20,20 @@ from kspark.serdes import Json, Serde, as_serde
 class MemoryTopic(FileTopic):
     """A topic held in memory (source: temporary files; sink: driver memory)."""
 
-    def __init__(self, key_serde: Serde | None = None, value_serde: Serde | None = None,
-                 partitions: int = 1, max_files_per_trigger: int | None = None,
-                 path: str | None = None) -> None:
-        super().__init__(path or tempfile.mkdtemp(prefix="kspark-memory-"), format="kspark",
-                         partitions=partitions, max_files_per_trigger=max_files_per_trigger)
+    def __init__(
+        self,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        partitions: int = 1,
+        max_files_per_trigger: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(
+            path or tempfile.mkdtemp(prefix="kspark-memory-"),
+            format="kspark",
+            partitions=partitions,
+            max_files_per_trigger=max_files_per_trigger,
+        )
         self.key_serde = as_serde(key_serde) if key_serde is not None else Json()
         self.value_serde = as_serde(value_serde) if value_serde is not None else Json()
         self._pending: list[tuple[bytes | None, bytes | None, int, int]] = []
@@ -37,8 +46,9 @@ class MemoryTopic(FileTopic):
         k = self.key_serde.serialize(key)
         v = self.value_serde.serialize(value)
         if partition is None:
-            partition = 0 if k is None or self.partitions == 1 else kafka_partition(
-                k, self.partitions)
+            partition = (
+                0 if k is None or self.partitions == 1 else kafka_partition(k, self.partitions)
+            )
         self._pending.append((k, v, int(timestamp), int(partition)))
 
     def send_all(self, records: list[tuple[Any, Any, int]], per_file: int | None = None) -> None:
@@ -54,14 +64,17 @@ class MemoryTopic(FileTopic):
         if not self._pending:
             return
         super().write_batch(self._files, self._pending)
-        os.replace(os.path.join(self.path, f"batch-{self._files:012d}.jsonl"),
-                   os.path.join(self.path, f"in-{self._files:012d}.jsonl"))
+        os.replace(
+            os.path.join(self.path, f"batch-{self._files:012d}.jsonl"),
+            os.path.join(self.path, f"in-{self._files:012d}.jsonl"),
+        )
         self._files += 1
         self._pending = []
 
     # -- sink ----------------------------------------------------------------------------------
-    def write_batch(self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
-                    ) -> None:
+    def write_batch(
+        self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
+    ) -> None:
         self.batches[batch_id] = list(records)
 
     def raw_records(self) -> list[tuple[bytes | None, bytes | None, int, int]]:
@@ -69,5 +82,7 @@ class MemoryTopic(FileTopic):
 
     def records(self) -> list[tuple[Any, Any, int]]:
         """Everything written here, deserialized: ``(key, value, timestamp)`` in order."""
-        return [(self.key_serde.deserialize(k), self.value_serde.deserialize(v), ts)
-                for k, v, ts, _ in self.raw_records()]
+        return [
+            (self.key_serde.deserialize(k), self.value_serde.deserialize(v), ts)
+            for k, v, ts, _ in self.raw_records()
+        ]

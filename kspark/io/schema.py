@@ -7,18 +7,25 @@ import pyarrow as pa
 
 #: columns of every source: a user with Spark's native Kafka connector can pass its DataFrame
 INPUT_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp"]
-INPUT_DDL = ("key binary, value binary, topic string, partition int, offset long, "
-             "timestamp long")
-INPUT_ARROW = pa.schema([
-    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
-    ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
-])
+INPUT_DDL = "key binary, value binary, topic string, partition int, offset long, timestamp long"
+INPUT_ARROW = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+    ]
+)
 
 TICK_TOPIC = "__kspark_tick"
 
 #: rows leaving a task: records for sinks and repartition topics, changelog entries, metrics
-OUTPUT_DDL = ("kind string, topic string, key binary, value binary, timestamp long, "
-              "partition int, offset long, task string")
+OUTPUT_DDL = (
+    "kind string, topic string, key binary, value binary, timestamp long, "
+    "partition int, offset long, task string"
+)
 KIND_RECORD = "record"
 KIND_CHANGELOG = "changelog"
 KIND_METRICS = "metrics"

@@ -147,8 +147,9 @@ class Task:
                 processor = node.supplier()
                 self.processors[name] = processor
         for name, processor in self.processors.items():
-            self._run_in(name, -1, None, lambda p=processor, n=name: p.init(
-                ProcessorContext(self, n)))
+            self._run_in(
+                name, -1, None, lambda p=processor, n=name: p.init(ProcessorContext(self, n))
+            )
         self._initialized = True
 
     def close(self) -> None:
@@ -163,8 +164,11 @@ class Task:
         if node is None:
             for n in self.sub_topology.nodes:
                 candidate = self.topology.nodes[n]
-                if (isinstance(candidate, SourceNode) and candidate.pattern
-                        and candidate.pattern.fullmatch(topic)):
+                if (
+                    isinstance(candidate, SourceNode)
+                    and candidate.pattern
+                    and candidate.pattern.fullmatch(topic)
+                ):
                     self._source_by_topic[topic] = node = candidate
                     break
             else:
@@ -195,22 +199,36 @@ class Task:
             for child in self._children[node.name]:
                 self._deliver(child, record)
         except Exception as exc:
-            raise self._wrap(exc, f"processing record at topic {rec.topic!r} partition "
-                             f"{rec.partition} offset {rec.offset} key {_describe_key(key)} "
-                             f"timestamp {rec.timestamp}") from exc
+            raise self._wrap(
+                exc,
+                f"processing record at topic {rec.topic!r} partition "
+                f"{rec.partition} offset {rec.offset} key {_describe_key(key)} "
+                f"timestamp {rec.timestamp}",
+            ) from exc
 
-    def _deserialization_failed(self, rec: SourceRecord, node: SourceNode,
-                                exc: SerializationError) -> None:
-        where = (f"topic {rec.topic!r} partition {rec.partition} offset {rec.offset} "
-                 f"(source {node.name!r})")
+    def _deserialization_failed(
+        self, rec: SourceRecord, node: SourceNode, exc: SerializationError
+    ) -> None:
+        where = (
+            f"topic {rec.topic!r} partition {rec.partition} offset {rec.offset} "
+            f"(source {node.name!r})"
+        )
         if self.config.deserialization_handler != LOG_AND_CONTINUE:
             raise StreamsError(f"Deserialization error at {where}: {exc}") from exc
-        self.record_dropped("deserialization-error", f"skipped undecodable record at {where}: {exc}")
+        self.record_dropped(
+            "deserialization-error", f"skipped undecodable record at {where}: {exc}"
+        )
         if self.config.dead_letter_topic:
-            headers = (*rec.headers, ("__kspark.error", str(exc).encode()),
-                       ("__kspark.origin", f"{rec.topic}/{rec.partition}/{rec.offset}".encode()))
-            self.output.append(OutputRecord(self.config.dead_letter_topic, rec.key, rec.value,
-                                            rec.timestamp, headers))
+            headers = (
+                *rec.headers,
+                ("__kspark.error", str(exc).encode()),
+                ("__kspark.origin", f"{rec.topic}/{rec.partition}/{rec.offset}".encode()),
+            )
+            self.output.append(
+                OutputRecord(
+                    self.config.dead_letter_topic, rec.key, rec.value, rec.timestamp, headers
+                )
+            )
 
     def _wrap(self, exc: Exception, where: str) -> StreamsError:
         if isinstance(exc, StreamsError) and getattr(exc, "located", False):
@@ -218,8 +236,7 @@ class Task:
         node = self._failed_node or self._current_node or "?"
         self._failed_node = None
         err = StreamsError(
-            f"task {self.task_id}, processor {node!r}: {type(exc).__name__}: {exc} "
-            f"(while {where})"
+            f"task {self.task_id}, processor {node!r}: {type(exc).__name__}: {exc} (while {where})"
         )
         err.located = True  # type: ignore[attr-defined]
         return err
@@ -231,8 +248,9 @@ class Task:
         children = self._children[from_node]
         if child_name is not None:
             if child_name not in children:
-                raise StreamsError(f"processor {from_node!r} has no child {child_name!r}; "
-                                   f"children: {children}")
+                raise StreamsError(
+                    f"processor {from_node!r} has no child {child_name!r}; children: {children}"
+                )
             children = [child_name]
         for child in children:
             self._deliver(child, record)
@@ -265,8 +283,9 @@ class Task:
             raise SerializationError(f"sink {node.name!r} (topic {node.topic!r}): {exc}") from exc
         self.output.append(OutputRecord(node.topic, key, value, record.timestamp, record.headers))
 
-    def _run_in(self, node: str, timestamp: int, metadata: RecordMetadata | None,
-                fn: Callable[[], Any]) -> Any:
+    def _run_in(
+        self, node: str, timestamp: int, metadata: RecordMetadata | None, fn: Callable[[], Any]
+    ) -> Any:
         previous = self._current_node, self._timestamp, self._metadata
         self._current_node, self._timestamp, self._metadata = node, timestamp, metadata
         try:
@@ -275,8 +294,14 @@ class Task:
             self._current_node, self._timestamp, self._metadata = previous
 
     # -- punctuation -------------------------------------------------------------------------
-    def schedule(self, node: str, slot: int, interval: int, type: PunctuationType,
-                 callback: Callable[[int], Any]) -> Cancellable:
+    def schedule(
+        self,
+        node: str,
+        slot: int,
+        interval: int,
+        type: PunctuationType,
+        callback: Callable[[int], Any],
+    ) -> Cancellable:
         if type is PunctuationType.STREAM_TIME:
             due, queue = 0, self._stream_queue
         else:
@@ -303,8 +328,9 @@ class Task:
         return self._stream_queue.may_punctuate(self.stream_time, self._fire)
 
     def punctuate_wall_clock(self, now: int | None = None) -> bool:
-        return self._wall_queue.may_punctuate(self.wall_clock_ms() if now is None else now,
-                                              self._fire)
+        return self._wall_queue.may_punctuate(
+            self.wall_clock_ms() if now is None else now, self._fire
+        )
 
     def next_wall_clock_due(self) -> int | None:
         schedules = self._wall_queue.schedules()
@@ -314,12 +340,12 @@ class Task:
     def commit(self) -> None:
         """Flush every store's cache (forwarding cached changes downstream) until all are clean."""
         for _ in range(len(self.stores) + 1):
-            dirty = [s for s in self.stores.values() if s._dirty]
+            dirty = [s for s in self.stores.values() if s.has_cached_changes()]
             if not dirty:
                 return
             for store in dirty:
                 self._run_in(self._current_node or "", self._timestamp, None, store.flush)
-        if any(s._dirty for s in self.stores.values()):
+        if any(s.has_cached_changes() for s in self.stores.values()):
             raise StreamsError(f"task {self.task_id}: store caches did not settle at commit")
 
     def drain_output(self) -> list[OutputRecord]:

@@ -31,10 +31,17 @@ class StreamsApp:
     it lives (``kspark.io.files(...)``, ``kspark.io.memory(...)``, or a DataFrame with the columns
     of Spark's Kafka source for a source topic)."""
 
-    def __init__(self, topology: Topology, application_id: str, topics: dict[str, Any],
-                 spark: Any = None, config: StreamsConfig | dict[str, Any] | None = None,
-                 checkpoint_dir: str | None = None, trigger_interval_ms: int | None = None,
-                 master: str = "local[2]") -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        application_id: str,
+        topics: dict[str, Any],
+        spark: Any = None,
+        config: StreamsConfig | dict[str, Any] | None = None,
+        checkpoint_dir: str | None = None,
+        trigger_interval_ms: int | None = None,
+        master: str = "local[2]",
+    ) -> None:
         topology.validate()
         self.topology = topology
         self.application_id = application_id
@@ -59,11 +66,19 @@ class StreamsApp:
         done: list[SubTopology] = []
         pending = list(subs)
         while pending:
-            ready = [s for s in pending if all(writers.get(t) in (None, s.id) or writers[t] in
-                                               [d.id for d in done] for t in s.source_topics)]
+            ready = [
+                s
+                for s in pending
+                if all(
+                    writers.get(t) in (None, s.id) or writers[t] in [d.id for d in done]
+                    for t in s.source_topics
+                )
+            ]
             if not ready:
-                raise TopologyError("sub-topologies read each other's output in a cycle: "
-                                    f"{[s.source_topics for s in pending]}")
+                raise TopologyError(
+                    "sub-topologies read each other's output in a cycle: "
+                    f"{[s.source_topics for s in pending]}"
+                )
             done.append(ready[0])
             pending.remove(ready[0])
         return done
@@ -74,8 +89,10 @@ class StreamsApp:
             needed.append(self.config.dead_letter_topic)
         missing = [t for t in needed if t not in self.topics]
         if missing:
-            raise TopologyError(f"StreamsApp {self.application_id!r}: no location given for "
-                                f"topics {missing}; pass them in topics={{...}} (kspark.io)")
+            raise TopologyError(
+                f"StreamsApp {self.application_id!r}: no location given for "
+                f"topics {missing}; pass them in topics={{...}} (kspark.io)"
+            )
 
     def _partitions(self, topic: str) -> int:
         spec = self.topics.get(topic)
@@ -83,8 +100,7 @@ class StreamsApp:
 
     def _topic_partitions(self) -> dict[str, int]:
         out = {t: self._partitions(t) for t in self.topics}
-        upstream = max([self._partitions(t) for t in self.topology.external_source_topics()]
-                       or [1])
+        upstream = max([self._partitions(t) for t in self.topology.external_source_topics()] or [1])
         for t, n in self.topology.internal_topics.items():
             out[t] = n or upstream
         return out
@@ -97,8 +113,9 @@ class StreamsApp:
         from kspark.runtime.task import Task
 
         for sub in self._stages:
-            task = Task(self.topology, sub, 0, config=self.config, metrics=Metrics(),
-                        wall_clock=lambda: 0)
+            task = Task(
+                self.topology, sub, 0, config=self.config, metrics=Metrics(), wall_clock=lambda: 0
+            )
             task.init()
             if task.next_wall_clock_due() is not None:
                 return True
@@ -133,9 +150,8 @@ class StreamsApp:
 
     def build_query_frame(self) -> Any:
         """The streaming DataFrame of output rows (before the sink)."""
-        from pyspark.sql import functions as F
-
         from pyspark import cloudpickle
+        from pyspark.sql import functions as F
 
         from kspark.spark.stage import StageProcessor
 
@@ -145,21 +161,34 @@ class StreamsApp:
         tasks = max(topic_partitions.values() or [1])
         if self._needs_ticks():
             interval = self.config.extra.get("kspark.tick.ms", 1000)
-            frames.append(spark.readStream.format("kspark_ticks")
-                          .option("interval_ms", str(interval))
-                          .option("tasks", ",".join(str(i) for i in range(tasks))).load())
+            frames.append(
+                spark.readStream.format("kspark_ticks")
+                .option("interval_ms", str(interval))
+                .option("tasks", ",".join(str(i) for i in range(tasks)))
+                .load()
+            )
         frame = frames[0]
         for other in frames[1:]:
             frame = frame.unionByName(other)
-        frame = frame.select(F.lit(KIND_RECORD).alias("kind"), "topic", "key", "value",
-                             "timestamp", "partition", "offset",
-                             F.lit(None).cast("string").alias("task"))
+        frame = frame.select(
+            F.lit(KIND_RECORD).alias("kind"),
+            "topic",
+            "key",
+            "value",
+            "timestamp",
+            "partition",
+            "offset",
+            F.lit(None).cast("string").alias("task"),
+        )
         blob = cloudpickle.dumps(self.topology)
         spark.conf.set("spark.sql.shuffle.partitions", str(max(tasks, 1)))
         for sub in self._stages:
             frame = frame.groupBy("partition").transformWithStateInPandas(
                 StageProcessor(blob, sub.id, self.config, topic_partitions),
-                OUTPUT_DDL, "Append", "None")
+                OUTPUT_DDL,
+                "Append",
+                "None",
+            )
         return frame
 
     # -- running -------------------------------------------------------------------------------
@@ -168,9 +197,11 @@ class StreamsApp:
         if self._query is not None:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
         frame = self.build_query_frame()
-        writer = (frame.writeStream.foreachBatch(self._on_batch)
-                  .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
-                  .queryName(self.application_id.replace("-", "_")))
+        writer = (
+            frame.writeStream.foreachBatch(self._on_batch)
+            .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
+            .queryName(self.application_id.replace("-", "_"))
+        )
         if self.trigger_interval_ms:
             writer = writer.trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
         self._query = writer.start()
@@ -180,14 +211,20 @@ class StreamsApp:
         pdf = frame.toPandas()
         records = pdf[(pdf["kind"] == KIND_RECORD) & (pdf["topic"] != TICK_TOPIC)]
         by_topic: dict[str, list[tuple[Any, Any, int, int]]] = defaultdict(list)
-        for topic, key, value, ts, part in zip(records["topic"], records["key"], records["value"],
-                                               records["timestamp"], records["partition"]):
+        for topic, key, value, ts, part in zip(
+            records["topic"],
+            records["key"],
+            records["value"],
+            records["timestamp"],
+            records["partition"],
+        ):
             by_topic[topic].append((_bytes(key), _bytes(value), int(ts), int(part)))
         for topic, rows in by_topic.items():
             sink = self.topics.get(topic)
             if sink is None:
-                raise StreamsError(f"batch {batch_id}: records for topic {topic!r} which has no "
-                                   "sink location")
+                raise StreamsError(
+                    f"batch {batch_id}: records for topic {topic!r} which has no sink location"
+                )
             sink.write_batch(batch_id, rows)
         for topic, sink in self.topics.items():
             if topic not in by_topic and hasattr(sink, "batches"):
@@ -205,8 +242,9 @@ class StreamsApp:
 
     def await_termination(self, timeout: float | None = None) -> bool | None:
         query = self._require_query()
-        return query.awaitTermination(timeout) if timeout is not None else (
-            query.awaitTermination())
+        return (
+            query.awaitTermination(timeout) if timeout is not None else (query.awaitTermination())
+        )
 
     def stop(self) -> None:
         if self._query is not None:
@@ -256,9 +294,14 @@ def _from_kafka_columns(frame: Any) -> Any:
     """A DataFrame of Spark's native Kafka source, in kspark's input layout."""
     from pyspark.sql import functions as F
 
-    return frame.select("key", "value", "topic", F.col("partition").cast("int"),
-                        F.col("offset").cast("long"),
-                        (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp"))
+    return frame.select(
+        "key",
+        "value",
+        "topic",
+        F.col("partition").cast("int"),
+        F.col("offset").cast("long"),
+        (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp"),
+    )
 
 
-__all__ = ["StreamsApp", "PunctuationType"]
+__all__ = ["PunctuationType", "StreamsApp"]

@@ -51,8 +51,9 @@ class FileStreamReader(DataSourceStreamReader):
         from kspark.io.files import list_data_files
 
         if not os.path.isdir(self.path):
-            raise FileNotFoundError(f"source directory {self.path!r} of topic {self.topic!r} "
-                                    "does not exist")
+            raise FileNotFoundError(
+                f"source directory {self.path!r} of topic {self.topic!r} does not exist"
+            )
         return list_data_files(self.path)
 
     def initialOffset(self) -> dict:
@@ -72,8 +73,10 @@ class FileStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         files = self._files()
-        return [_FilePartition(os.path.join(self.path, files[i]), i)
-                for i in range(start["files"], end["files"])]
+        return [
+            _FilePartition(os.path.join(self.path, files[i]), i)
+            for i in range(start["files"], end["files"])
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
@@ -81,15 +84,26 @@ class FileStreamReader(DataSourceStreamReader):
         from kspark.io.files import OFFSET_STRIDE, file_rows
 
         keys, values, stamps, parts = file_rows(
-            partition.path, self.format, self.key_field, self.value_field,
-            self.timestamp_field, self.partitions_n)
+            partition.path,
+            self.format,
+            self.key_field,
+            self.value_field,
+            self.timestamp_field,
+            self.partitions_n,
+        )
         n = len(keys)
         base = partition.index * OFFSET_STRIDE
-        yield pa.RecordBatch.from_arrays([
-            pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-            pa.array([self.topic] * n, pa.string()), pa.array(parts, pa.int32()),
-            pa.array(range(base, base + n), pa.int64()), pa.array(stamps, pa.int64()),
-        ], schema=INPUT_ARROW)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(keys, pa.binary()),
+                pa.array(values, pa.binary()),
+                pa.array([self.topic] * n, pa.string()),
+                pa.array(parts, pa.int32()),
+                pa.array(range(base, base + n), pa.int64()),
+                pa.array(stamps, pa.int64()),
+            ],
+            schema=INPUT_ARROW,
+        )
 
     def commit(self, end: dict) -> None:
         pass
@@ -138,12 +152,17 @@ class TickStreamReader(DataSourceStreamReader):
         import pyarrow as pa
 
         n = len(partition.tasks)
-        yield pa.RecordBatch.from_arrays([
-            pa.array([None] * n, pa.binary()), pa.array([None] * n, pa.binary()),
-            pa.array([TICK_TOPIC] * n, pa.string()), pa.array(partition.tasks, pa.int32()),
-            pa.array([partition.tick] * n, pa.int64()),
-            pa.array([partition.tick * partition.interval] * n, pa.int64()),
-        ], schema=INPUT_ARROW)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([None] * n, pa.binary()),
+                pa.array([None] * n, pa.binary()),
+                pa.array([TICK_TOPIC] * n, pa.string()),
+                pa.array(partition.tasks, pa.int32()),
+                pa.array([partition.tick] * n, pa.int64()),
+                pa.array([partition.tick * partition.interval] * n, pa.int64()),
+            ],
+            schema=INPUT_ARROW,
+        )
 
     def commit(self, end: dict) -> None:
         pass

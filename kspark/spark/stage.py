@@ -19,7 +19,6 @@ import hashlib
 import heapq
 import json
 import pickle
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,8 +28,8 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from kspark.config import StreamsConfig
 from kspark.hashing import kafka_partition
 from kspark.io.schema import KIND_METRICS, KIND_RECORD, TICK_TOPIC
-from kspark.runtime.metrics import Metrics
-from kspark.runtime.task import SourceRecord, Task
+from kspark.runtime.batch import run_task_batch
+from kspark.runtime.task import SourceRecord
 
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
 _TOPOLOGIES: dict[str, Any] = {}
@@ -47,22 +46,41 @@ def _load_topology(blob: bytes, digest: str) -> Any:
     return topo
 
 
-class SparkBucketLoader:
-    """Reads store buckets from the task's MapState."""
+class SparkTaskState:
+    """A task's durable state in Spark: ValueState ``task`` and MapState ``buckets``."""
 
-    def __init__(self, buckets: Any) -> None:
+    def __init__(self, meta: Any, buckets: Any) -> None:
+        self.meta = meta
         self.buckets = buckets
+
+    def get_meta(self) -> bytes | None:
+        row = self.meta.get()
+        return None if row is None else bytes(row[0])
+
+    def set_meta(self, blob: bytes) -> None:
+        self.meta.update((blob,))
 
     def load(self, store: str, bucket: int) -> Any | None:
         row = self.buckets.getValue((store, bucket))
         return None if row is None else pickle.loads(row[0])
 
+    def save_bucket(self, store: str, bucket: int, blob: bytes | None) -> None:
+        if blob is None:
+            self.buckets.removeKey((store, bucket))
+        else:
+            self.buckets.updateValue((store, bucket), (blob,))
+
 
 class StageProcessor(StatefulProcessor):
     """Runs the tasks of one sub-topology."""
 
-    def __init__(self, topology_blob: bytes, sub_topology_id: int, config: StreamsConfig,
-                 topic_partitions: dict[str, int]) -> None:
+    def __init__(
+        self,
+        topology_blob: bytes,
+        sub_topology_id: int,
+        config: StreamsConfig,
+        topic_partitions: dict[str, int],
+    ) -> None:
         self.topology_blob = topology_blob
         self.digest = hashlib.sha256(topology_blob).hexdigest()
         self.sub_topology_id = sub_topology_id
@@ -76,8 +94,9 @@ class StageProcessor(StatefulProcessor):
     def close(self) -> None:
         pass
 
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
-                        ) -> Iterator[pd.DataFrame]:
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+    ) -> Iterator[pd.DataFrame]:
         partition = int(key[0])
         frame = pd.concat(list(rows), ignore_index=True)
         topology = _load_topology(self.topology_blob, self.digest)
@@ -92,37 +111,21 @@ class StageProcessor(StatefulProcessor):
             return
         yield self._run_task(topology, sub, partition, mine)
 
-    def _run_task(self, topology: Any, sub: Any, partition: int, frame: pd.DataFrame
-                  ) -> pd.DataFrame:
-        metrics = Metrics()
-        task = Task(topology, sub, partition, config=self.config, metrics=metrics,
-                    wall_clock=lambda: int(time.time() * 1000),
-                    loader=SparkBucketLoader(self.buckets))
-        saved = self.meta.get()
-        state = pickle.loads(saved[0]) if saved is not None else None
-        task.restore_state(state)
-        task.init()
-        seq = (state or {}).get("output_seq", 0)
-        for rec in _ordered(frame):
-            task.process(rec)
-            task.punctuate_stream_time()
-        task.punctuate_wall_clock()
-        task.commit()
-        out = task.drain_output()
-        for store in task.stores.values():
-            for bucket, data in store.dirty_buckets().items():
-                if data is None:
-                    self.buckets.removeKey((store.name, bucket))
-                else:
-                    self.buckets.updateValue((store.name, bucket),
-                                             (pickle.dumps(data, protocol=5),))
-            store.clear_dirty()
-        new_state = task.checkpoint_state()
-        new_state["output_seq"] = seq + len(out)
-        self.meta.update((pickle.dumps(new_state, protocol=5),))
+    def _run_task(
+        self, topology: Any, sub: Any, partition: int, frame: pd.DataFrame
+    ) -> pd.DataFrame:
+        result = run_task_batch(
+            topology,
+            sub,
+            partition,
+            _ordered(frame),
+            SparkTaskState(self.meta, self.buckets),
+            self.config,
+        )
         rows: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
-        task_id = task.task_id
-        for i, o in enumerate(out):
+        task_id = f"{sub.id}_{partition}"
+        base = partition * UPSTREAM_STRIDE + result.first_output_seq
+        for i, o in enumerate(result.output):
             n = self.topic_partitions.get(o.topic, 1)
             rows["kind"].append(KIND_RECORD)
             rows["topic"].append(o.topic)
@@ -130,14 +133,22 @@ class StageProcessor(StatefulProcessor):
             rows["value"].append(o.value)
             rows["timestamp"].append(o.timestamp)
             rows["partition"].append(0 if o.key is None or n == 1 else kafka_partition(o.key, n))
-            rows["offset"].append(partition * UPSTREAM_STRIDE + seq + i)
+            rows["offset"].append(base + i)
             rows["task"].append(task_id)
-        counters = {k: v for k, v in metrics.counters.items() if v}
+        counters = {k: v for k, v in result.metrics.counters.items() if v}
         if counters:
-            for c, v in zip(OUTPUT_COLUMNS, (KIND_METRICS, None, None,
-                                             json.dumps(counters).encode(), -1, partition, -1,
-                                             task_id)):
-                rows[c].append(v)
+            metrics_row = (
+                KIND_METRICS,
+                None,
+                None,
+                json.dumps(counters).encode(),
+                -1,
+                partition,
+                -1,
+                task_id,
+            )
+            for column, value in zip(OUTPUT_COLUMNS, metrics_row):
+                rows[column].append(value)
         return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
 
@@ -149,9 +160,12 @@ def _ordered(frame: pd.DataFrame) -> Iterator[SourceRecord]:
     frame = frame.sort_values(["topic", "offset"], kind="stable")
     per_topic = []
     for topic, part in frame.groupby("topic", sort=True):
-        records = [SourceRecord(topic, int(p), int(o), int(ts), k, v)
-                   for k, v, p, o, ts in zip(part["key"], part["value"], part["partition"],
-                                             part["offset"], part["timestamp"])]
+        records = [
+            SourceRecord(topic, int(p), int(o), int(ts), k, v)
+            for k, v, p, o, ts in zip(
+                part["key"], part["value"], part["partition"], part["offset"], part["timestamp"]
+            )
+        ]
         per_topic.append(records)
     if len(per_topic) == 1:
         yield from per_topic[0]

@@ -93,8 +93,10 @@ class StoreBase:
         self.read_only = False
         self._loader: BucketLoader | None = None
         self._buckets: dict[int, Any] = {}
+        self._fetched: set[int] = set()  # buckets already asked of the loader this batch
         self._dirty_buckets: set[int] = set()
-        self._dirty: dict[Any, tuple[Any, int]] = {}  # store key -> (old value, latest ts)
+        # caching: store key -> (value before the first update, latest value, latest timestamp)
+        self._dirty: dict[Any, tuple[Any, Any, int]] = {}
         self._flush_listener: FlushListener | None = None
         self._open = False
 
@@ -135,7 +137,8 @@ class StoreBase:
 
     def _bucket(self, bucket: int, *, create: bool) -> Any | None:
         data = self._buckets.get(bucket)
-        if data is None and self._loader is not None and bucket not in self._dirty_buckets:
+        if data is None and self._loader is not None and bucket not in self._fetched:
+            self._fetched.add(bucket)
             loaded = self._loader.load(self.name, bucket)
             if loaded is not None:
                 self._buckets[bucket] = data = loaded
@@ -170,6 +173,7 @@ class StoreBase:
         """Forget every bucket held in memory (the next access loads it again)."""
         self._buckets.clear()
         self._dirty_buckets.clear()
+        self._fetched.clear()
 
     # -- metadata persisted with the buckets --------------------------------------------------
     def meta(self) -> dict[str, Any]:
@@ -194,8 +198,8 @@ class StoreBase:
         if self.caching:
             entry = self._dirty.pop(store_key, None)
             first_old = old if entry is None else entry[0]
-            # re-inserted at the end: flush order = order of last update
-            self._dirty[store_key] = (first_old, timestamp)
+            # re-inserted, so that flush order is the order of last update
+            self._dirty[store_key] = (first_old, new, timestamp)
         elif self.logging:
             self.context.log_change(self.name, store_key, new, timestamp)
 
@@ -203,13 +207,18 @@ class StoreBase:
         """The live value under ``store_key`` (``None`` if absent or expired)."""
         raise NotImplementedError
 
+    def has_cached_changes(self) -> bool:
+        """Whether a commit would flush anything."""
+        return bool(self._dirty)
+
     def flush(self) -> None:
-        """Commit: forward each dirty key's ``Change(new, old)`` and log its final value."""
+        """Commit: forward each dirty key's ``Change(new, old)`` and log its final value. The
+        cached value is forwarded even if it expired from the store since (as Kafka Streams'
+        cache does)."""
         if not self._dirty:
             return
         dirty, self._dirty = self._dirty, {}
-        for store_key, (old, timestamp) in dirty.items():
-            new = self._current(store_key)
+        for store_key, (old, new, timestamp) in dirty.items():
             if self.logging:
                 self.context.log_change(self.name, store_key, new, timestamp)
             if self._flush_listener is not None and (new is not None or old is not None):

@@ -76,6 +76,8 @@ class InMemorySessionStore(SegmentedStore):
             if agg is not None:
                 self.context.record_dropped("expired-segment", self._drop_detail(windowed, end))
             return
+        if agg is not None and not self._live(end):
+            return  # stored in a live segment but already expired: invisible, not forwarded
         # A remove is logged even when nothing was stored: its session end moves observed
         # stream time, and the changelog must carry that to rebuild the store exactly.
         self._changed(windowed, old, agg, ts)

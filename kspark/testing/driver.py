@@ -39,8 +39,12 @@ class TopologyTestDriver:
 
     __test__ = False
 
-    def __init__(self, topology: Topology, initial_wall_clock_ms: int = 0,
-                 config: StreamsConfig | dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        initial_wall_clock_ms: int = 0,
+        config: StreamsConfig | dict[str, Any] | None = None,
+    ) -> None:
         topology.validate()
         self.topology = topology
         self.config = StreamsConfig.of(config, application_id="test-app")
@@ -51,28 +55,48 @@ class TopologyTestDriver:
         self.changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
         self.tasks: list[Task] = []
         for st in topology.sub_topologies():
-            task = Task(topology, st, 0, config=self.config, metrics=self._metrics,
-                        wall_clock=lambda: self._wall_clock)
+            task = Task(
+                topology,
+                st,
+                0,
+                config=self.config,
+                metrics=self._metrics,
+                wall_clock=lambda: self._wall_clock,
+            )
             self.tasks.append(task)
         for task in self.tasks:
             task.init()
         self._collect()
 
     # -- topics ------------------------------------------------------------------------------
-    def create_input_topic(self, topic: str, key_serde: Any = None, value_serde: Any = None,
-                           start_timestamp: Duration = 0,
-                           auto_advance: Duration = 0) -> TestInputTopic:
+    def create_input_topic(
+        self,
+        topic: str,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        start_timestamp: Duration = 0,
+        auto_advance: Duration = 0,
+    ) -> TestInputTopic:
         if self.topology.sub_topology_for_topic(topic) is None:
-            raise TopologyError(f"unknown input topic {topic!r}: no source of the topology reads "
-                                f"it (sources: {self.topology.source_topics()})")
-        return TestInputTopic(self, topic, self._serde(key_serde, True),
-                              self._serde(value_serde, False), to_ms(start_timestamp),
-                              to_ms(auto_advance))
+            raise TopologyError(
+                f"unknown input topic {topic!r}: no source of the topology reads "
+                f"it (sources: {self.topology.source_topics()})"
+            )
+        return TestInputTopic(
+            self,
+            topic,
+            self._serde(key_serde, True),
+            self._serde(value_serde, False),
+            to_ms(start_timestamp),
+            to_ms(auto_advance),
+        )
 
-    def create_output_topic(self, topic: str, key_serde: Any = None,
-                            value_serde: Any = None) -> TestOutputTopic:
-        return TestOutputTopic(self, topic, self._serde(key_serde, True),
-                               self._serde(value_serde, False))
+    def create_output_topic(
+        self, topic: str, key_serde: Any = None, value_serde: Any = None
+    ) -> TestOutputTopic:
+        return TestOutputTopic(
+            self, topic, self._serde(key_serde, True), self._serde(value_serde, False)
+        )
 
     def _serde(self, serde: Any, is_key: bool) -> Serde:
         if serde is None:
@@ -89,8 +113,14 @@ class TopologyTestDriver:
             raise TopologyError(f"unknown topic {topic!r}")
         return self.tasks[st.id]
 
-    def pipe_raw(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
-                 headers: Headers = ()) -> None:
+    def pipe_raw(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers = (),
+    ) -> None:
         """Process one serialized record from ``topic`` and everything it causes."""
         work = deque([(topic, key, value, timestamp, headers)])
         while work:
@@ -135,7 +165,8 @@ class TopologyTestDriver:
             if name in task.stores:
                 return task.stores[name]
         raise InvalidStateStoreError(
-            f"no store {name!r}; stores: {sorted(s for t in self.tasks for s in t.stores)}")
+            f"no store {name!r}; stores: {sorted(s for t in self.tasks for s in t.stores)}"
+        )
 
     def _typed_store(self, name: str, kind: str) -> StoreBase:
         store = self.get_state_store(name)
@@ -175,22 +206,35 @@ class TestInputTopic:
 
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Serde,
-                 value_serde: Serde, start_timestamp: int, auto_advance: int) -> None:
+    def __init__(
+        self,
+        driver: TopologyTestDriver,
+        topic: str,
+        key_serde: Serde,
+        value_serde: Serde,
+        start_timestamp: int,
+        auto_advance: int,
+    ) -> None:
         self.driver, self.topic = driver, topic
         self.key_serde, self.value_serde = key_serde, value_serde
         self.current_time = start_timestamp
         self.auto_advance = auto_advance
 
-    def pipe_input(self, key: Any, value: Any = None, timestamp: Duration | None = None,
-                   headers: Any = None) -> None:
+    def pipe_input(
+        self, key: Any, value: Any = None, timestamp: Duration | None = None, headers: Any = None
+    ) -> None:
         if timestamp is None:
             ts = self.current_time
             self.current_time += self.auto_advance
         else:
             ts = to_ms(timestamp, "timestamp")
-        self.driver.pipe_raw(self.topic, self.key_serde.serialize(key),
-                             self.value_serde.serialize(value), ts, to_headers(headers))
+        self.driver.pipe_raw(
+            self.topic,
+            self.key_serde.serialize(key),
+            self.value_serde.serialize(value),
+            ts,
+            to_headers(headers),
+        )
 
     def pipe_record(self, record: TestRecord) -> None:
         self.pipe_input(record.key, record.value, record.timestamp, record.headers)
@@ -216,8 +260,9 @@ class TestOutputTopic:
 
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Serde,
-                 value_serde: Serde) -> None:
+    def __init__(
+        self, driver: TopologyTestDriver, topic: str, key_serde: Serde, value_serde: Serde
+    ) -> None:
         self.driver, self.topic = driver, topic
         self.key_serde, self.value_serde = key_serde, value_serde
 
@@ -229,8 +274,12 @@ class TestOutputTopic:
         if not queue:
             raise NoSuchElementError(f"output topic {self.topic!r} is empty")
         out = queue.popleft()
-        return TestRecord(self.key_serde.deserialize(out.key),
-                          self.value_serde.deserialize(out.value), out.timestamp, out.headers)
+        return TestRecord(
+            self.key_serde.deserialize(out.key),
+            self.value_serde.deserialize(out.value),
+            out.timestamp,
+            out.headers,
+        )
 
     def read_key_value(self) -> KeyValue:
         rec = self.read_record()

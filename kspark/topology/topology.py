@@ -147,7 +147,9 @@ class Topology:
                 self.connect_processor_and_state_stores(p, name)
         return self
 
-    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
+    def connect_processor_and_state_stores(
+        self, processor_name: str, *store_names: str
+    ) -> Topology:
         node = self.nodes.get(processor_name)
         if not isinstance(node, ProcessorNode):
             raise TopologyError(f"processor {processor_name!r} is not in the topology")
@@ -162,8 +164,11 @@ class Topology:
 
     # -- structure ---------------------------------------------------------------------------
     def children(self, name: str) -> list[str]:
-        return [n.name for n in self.nodes.values() if not isinstance(n, SourceNode)
-                and name in n.parents]
+        return [
+            n.name
+            for n in self.nodes.values()
+            if not isinstance(n, SourceNode) and name in n.parents
+        ]
 
     def sub_topologies(self) -> list[SubTopology]:
         """Connected components (by edges and shared stores), numbered in insertion order."""
@@ -197,8 +202,12 @@ class Topology:
             groups.setdefault(find(name), []).append(name)
         out = []
         for i, names in enumerate(groups.values()):
-            sources = [t for n in names if isinstance(self.nodes[n], SourceNode)
-                       for t in self.nodes[n].topics]  # type: ignore[union-attr]
+            sources = [
+                t
+                for n in names
+                if isinstance(self.nodes[n], SourceNode)
+                for t in self.nodes[n].topics
+            ]  # type: ignore[union-attr]
             sinks = [self.nodes[n].topic for n in names if isinstance(self.nodes[n], SinkNode)]  # type: ignore[union-attr]
             stores = []
             for n in names:
@@ -266,8 +275,11 @@ class TopologyDescription:
             for name in st.nodes:
                 node = t.nodes[name]
                 if isinstance(node, SourceNode):
-                    what = f"topics: [{', '.join(node.topics)}]" if not node.pattern else (
-                        f"pattern: [{node.pattern.pattern}]")
+                    what = (
+                        f"topics: [{', '.join(node.topics)}]"
+                        if not node.pattern
+                        else (f"pattern: [{node.pattern.pattern}]")
+                    )
                     lines.append(f"    Source: {name} ({what})")
                 elif isinstance(node, ProcessorNode):
                     lines.append(f"    Processor: {name} (stores: [{', '.join(node.stores)}])")

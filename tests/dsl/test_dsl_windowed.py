@@ -211,8 +211,8 @@ def test_suppress_until_window_closes_on_time_windows_uses_grace():
         [("a", "x", 1), ("a", "y", 5), ("a", "z", 12), ("a", "w", 13)])
     # [0, 10) closes once stream time reaches 10 + grace 3
     assert out == [[], [], [], [(W("a", 0, 10), 2)]]
-    assert "KTABLE-SUPPRESS-0000000004" in topology.nodes
-    assert "KTABLE-SUPPRESS-STATE-STORE-0000000005" in topology.store_builders
+    assert "KTABLE-SUPPRESS-0000000003" in topology.nodes
+    assert "KTABLE-SUPPRESS-STATE-STORE-0000000004" in topology.store_builders
 
 
 def test_suppress_until_window_closes_on_sessions_uses_gap_plus_grace():

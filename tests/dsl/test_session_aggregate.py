@@ -51,19 +51,29 @@ def merge(key: Any, a: list, b: list) -> list:
     return a + b
 
 
-def topology(windows: SessionWindows, out: Out, *, caching: bool = False,
-             emit: EmitStrategy | None = None, retention: int | None = None) -> Topology:
+def topology(
+    windows: SessionWindows,
+    out: Out,
+    *,
+    caching: bool = False,
+    emit: EmitStrategy | None = None,
+    retention: int | None = None,
+) -> Topology:
     topo = Topology()
     topo.add_source("src", "in", serdes.String(), serdes.Json())
-    topo.add_processor("agg", lambda: SessionWindowAggregateProcessor(
-        "sessions", windows, list, collect, merge, emit), "src")
-    topo.add_state_store(session_store_builder("sessions", windows,
-                                               Mat(retention=retention, caching=caching)), "agg")
+    topo.add_processor(
+        "agg",
+        lambda: SessionWindowAggregateProcessor("sessions", windows, list, collect, merge, emit),
+        "src",
+    )
+    topo.add_state_store(
+        session_store_builder("sessions", windows, Mat(retention=retention, caching=caching)), "agg"
+    )
     topo.add_processor("rec", lambda: Recorder(out), "agg")
     return topo
 
 
-def W(key: str, start: int, end: int) -> Windowed:  # noqa: N802
+def W(key: str, start: int, end: int) -> Windowed:
     return Windowed(key, Window(start, end))
 
 
@@ -134,8 +144,14 @@ def test_a_record_after_close_time_opens_a_new_session() -> None:
 
 
 # -- KIP-94 merging, tombstones and timestamps --------------------------------------------------
-SCRIPT = [("A", "a0", 0), ("A", "a10", 10), ("A", "a5", 5), ("A", "a7", 7),
-          ("B", "b50", 50), ("B", "b50'", 50)]
+SCRIPT = [
+    ("A", "a0", 0),
+    ("A", "a10", 10),
+    ("A", "a5", 5),
+    ("A", "a7", 7),
+    ("B", "b50", 50),
+    ("B", "b50'", 50),
+]
 
 
 def run_script(caching: bool) -> list[list[tuple[Any, Any, int]]]:
@@ -160,12 +176,16 @@ def test_kip94_merging_without_caching_forwards_every_update_and_tombstone() -> 
         [(W("A", 10, 10), Change(["a10"], None), 10)],
         # the bridging record: a tombstone per old session (timestamp = its end), then the
         # merged session (timestamp = merged end)
-        [(W("A", 0, 0), Change(None, ["a0"]), 0),
-         (W("A", 10, 10), Change(None, ["a10"]), 10),
-         (W("A", 0, 10), Change(["a0", "a10", "a5"], None), 10)],
+        [
+            (W("A", 0, 0), Change(None, ["a0"]), 0),
+            (W("A", 10, 10), Change(None, ["a10"]), 10),
+            (W("A", 0, 10), Change(["a0", "a10", "a5"], None), 10),
+        ],
         # a record inside a session: tombstone, then the same window again
-        [(W("A", 0, 10), Change(None, ["a0", "a10", "a5"]), 10),
-         (W("A", 0, 10), Change(["a0", "a10", "a5", "a7"], None), 10)],
+        [
+            (W("A", 0, 10), Change(None, ["a0", "a10", "a5"]), 10),
+            (W("A", 0, 10), Change(["a0", "a10", "a5", "a7"], None), 10),
+        ],
         [(W("B", 50, 50), Change(["b50"], None), 50)],
         # a record equal to a single-point session overwrites it without a tombstone
         [(W("B", 50, 50), Change(["b50", "b50'"], None), 50)],
@@ -176,9 +196,11 @@ def test_kip94_merging_with_caching_forwards_one_change_per_session_and_commit()
     assert run_script(caching=True) == [
         [(W("A", 0, 0), Change(["a0"], None), 0)],
         [(W("A", 10, 10), Change(["a10"], None), 10)],
-        [(W("A", 0, 0), Change(None, ["a0"]), 0),
-         (W("A", 10, 10), Change(None, ["a10"]), 10),
-         (W("A", 0, 10), Change(["a0", "a10", "a5"], None), 10)],
+        [
+            (W("A", 0, 0), Change(None, ["a0"]), 0),
+            (W("A", 10, 10), Change(None, ["a10"]), 10),
+            (W("A", 0, 10), Change(["a0", "a10", "a5"], None), 10),
+        ],
         # tombstone + put of the same session within one commit: one change, old from the store
         [(W("A", 0, 10), Change(["a0", "a10", "a5", "a7"], ["a0", "a10", "a5"]), 10)],
         [(W("B", 50, 50), Change(["b50"], None), 50)],
@@ -226,8 +248,12 @@ def test_store_builder_retention() -> None:
     assert store.retention_ms == 16  # gap + grace, plus the 1 ms that keeps end == close
     assert store.caching  # caching is on by default
     assert session_store_builder("s", windows, Mat(retention=1000)).build().retention_ms == 1000
-    assert session_store_builder("s", windows,
-                                 Mat(retention=timedelta(seconds=2))).build().retention_ms == 2000
+    assert (
+        session_store_builder("s", windows, Mat(retention=timedelta(seconds=2)))
+        .build()
+        .retention_ms
+        == 2000
+    )
     with pytest.raises(ValueError, match="'my-store'"):
         session_store_builder("my-store", windows, Mat(retention=14))
     built = session_store_builder("s", windows, Mat(caching=False, logging=False)).build()
@@ -318,13 +344,23 @@ def test_on_window_close_survives_a_restart() -> None:
 
     def run(state: dict | None, records: list[tuple[str, str, int]]) -> tuple[Task, dict]:
         nonlocal offset
-        task = Task(topo, topo.sub_topologies()[0], 0, config=config, metrics=Metrics(),
-                    wall_clock=lambda: 0, loader=loader)
+        task = Task(
+            topo,
+            topo.sub_topologies()[0],
+            0,
+            config=config,
+            metrics=Metrics(),
+            wall_clock=lambda: 0,
+            loader=loader,
+        )
         task.restore_state(state)
         task.init()
         for key, value, ts in records:
-            task.process(SourceRecord("in", 0, offset, ts, key_serde.serialize(key),
-                                      value_serde.serialize(value)))
+            task.process(
+                SourceRecord(
+                    "in", 0, offset, ts, key_serde.serialize(key), value_serde.serialize(value)
+                )
+            )
             offset += 1
             task.commit()
         for store in task.stores.values():
@@ -340,6 +376,8 @@ def test_on_window_close_survives_a_restart() -> None:
     # not emitted again, and B's session (restored from the store) is emitted once closed
     task, state = run(state, [("A", "a4", 4), ("C", "c20", 20)])
     assert task.metrics.snapshot()["dropped-records-total"] == 1
-    assert out == [(W("A", 0, 3), Change(["a0", "a3"], None), 3),
-                   (W("B", 10, 10), Change(["b10"], None), 10)]
+    assert out == [
+        (W("A", 0, 3), Change(["a0", "a3"], None), 3),
+        (W("B", 10, 10), Change(["b10"], None), 10),
+    ]
     assert state["processors"]["agg"] == {OBSERVED: 20, LAST_EMIT: 15}

@@ -33,16 +33,25 @@ class Recorder(Processor):
         self.out.append((record.key, record.value, record.timestamp))
 
 
-def topology(windows: SessionWindows, out: list, caching: bool, retention: int | None,
-             emit: EmitStrategy | None = None) -> Topology:
+def topology(
+    windows: SessionWindows,
+    out: list,
+    caching: bool,
+    retention: int | None,
+    emit: EmitStrategy | None = None,
+) -> Topology:
     topo = Topology()
     topo.add_source("src", "in", serdes.String(), serdes.Json())
-    topo.add_processor("agg", lambda: SessionWindowAggregateProcessor(
-        "sessions", windows, list, lambda k, v, agg: [*agg, v], lambda k, a, b: a + b, emit),
-        "src")
+    topo.add_processor(
+        "agg",
+        lambda: SessionWindowAggregateProcessor(
+            "sessions", windows, list, lambda k, v, agg: [*agg, v], lambda k, a, b: a + b, emit
+        ),
+        "src",
+    )
     topo.add_state_store(
-        session_store_builder("sessions", windows, Mat(retention=retention, caching=caching)),
-        "agg")
+        session_store_builder("sessions", windows, Mat(retention=retention, caching=caching)), "agg"
+    )
     topo.add_processor("rec", lambda: Recorder(out), "agg")
     return topo
 
@@ -61,12 +70,14 @@ def gap_merge(points: list[tuple[int, int]], gap: int) -> list[tuple[Window, lis
 
 
 records_strategy = st.lists(
-    st.tuples(st.sampled_from("abc"), st.integers(0, 80)), min_size=1, max_size=30)
+    st.tuples(st.sampled_from("abc"), st.integers(0, 80)), min_size=1, max_size=30
+)
 
 
 def store_sessions(driver: TopologyTestDriver, key: str) -> list[tuple[Window, list[int]]]:
-    return [(kv.key.window, sorted(kv.value))
-            for kv in driver.get_session_store("sessions").fetch(key)]
+    return [
+        (kv.key.window, sorted(kv.value)) for kv in driver.get_session_store("sessions").fetch(key)
+    ]
 
 
 def replay(out: list) -> dict[Windowed, Any]:
@@ -82,11 +93,16 @@ def replay(out: list) -> dict[Windowed, Any]:
     return table
 
 
-@settings(max_examples=3000, deadline=None)
-@given(records=records_strategy, gap=st.integers(1, 10), grace=st.integers(0, 10),
-       caching=st.booleans())
+@settings(max_examples=300, deadline=None)
+@given(
+    records=records_strategy,
+    gap=st.integers(1, 10),
+    grace=st.integers(0, 10),
+    caching=st.booleans(),
+)
 def test_sessions_are_the_gap_merge_of_the_accepted_records(
-        records: list[tuple[str, int]], gap: int, grace: int, caching: bool) -> None:
+    records: list[tuple[str, int]], gap: int, grace: int, caching: bool
+) -> None:
     """With a retention longer than the whole input nothing expires: a record is dropped
     exactly when its merged window (from the sessions stored before it) ends before the close
     time, and the stored sessions are the gap-merge of the accepted records."""
@@ -114,11 +130,15 @@ def test_sessions_are_the_gap_merge_of_the_accepted_records(
             assert store_sessions(driver, key) == gap_merge(accepted[key], gap)
         table = replay(out)
         assert {w: sorted(v) for w, v in table.items()} == {
-            Windowed(key, w): ids for key in "abc" for w, ids in gap_merge(accepted[key], gap)}
+            Windowed(key, w): ids for key in "abc" for w, ids in gap_merge(accepted[key], gap)
+        }
 
 
-def model(records: list[tuple[str, int]], gap: int, grace: int,
-          ) -> tuple[dict[str, list[tuple[Window, list[int]]]], set[int], int]:
+def model(
+    records: list[tuple[str, int]],
+    gap: int,
+    grace: int,
+) -> tuple[dict[str, list[tuple[Window, list[int]]]], set[int], int]:
     """§2 with the default retention (gap + grace + 1): sessions with ``end < close`` are
     expired and no longer found. Returns every session ever final per key, the dropped
     record ids and the final close time."""
@@ -128,8 +148,11 @@ def model(records: list[tuple[str, int]], gap: int, grace: int,
     for ident, (key, ts) in enumerate(records):
         observed = max(observed, ts)
         close = observed - grace - gap
-        near = [(w, ids) for w, ids in sessions[key]
-                if w.end >= close and w.end >= ts - gap and w.start <= ts + gap]
+        near = [
+            (w, ids)
+            for w, ids in sessions[key]
+            if w.end >= close and w.end >= ts - gap and w.start <= ts + gap
+        ]
         start = min([ts] + [w.start for w, _ in near])
         end = max([ts] + [w.end for w, _ in near])
         if end < close:
@@ -137,17 +160,23 @@ def model(records: list[tuple[str, int]], gap: int, grace: int,
             continue
         for s in near:
             sessions[key].remove(s)
-        sessions[key].append((Window(start, end), sorted([ident] + [i for _, ids in near
-                                                                      for i in ids])))
+        sessions[key].append(
+            (Window(start, end), sorted([ident] + [i for _, ids in near for i in ids]))
+        )
     return sessions, dropped, observed - grace - gap
 
 
-@settings(max_examples=3000, deadline=None)
-@given(records=records_strategy, gap=st.integers(1, 10), grace=st.integers(0, 10),
-       caching=st.booleans(), final=st.booleans())
+@settings(max_examples=300, deadline=None)
+@given(
+    records=records_strategy,
+    gap=st.integers(1, 10),
+    grace=st.integers(0, 10),
+    caching=st.booleans(),
+    final=st.booleans(),
+)
 def test_default_retention_and_emit_strategies_match_the_model(
-        records: list[tuple[str, int]], gap: int, grace: int, caching: bool,
-        final: bool) -> None:
+    records: list[tuple[str, int]], gap: int, grace: int, caching: bool, final: bool
+) -> None:
     windows = SessionWindows.of_inactivity_gap_and_grace(gap, grace)
     emit = EmitStrategy.on_window_close() if final else None
     out: list = []
@@ -170,10 +199,17 @@ def test_default_retention_and_emit_strategies_match_the_model(
         assert all(c.old_value is None and ts == k.window.end for k, c, ts in out)
         assert [e[0] for e in emitted] == sorted(e[0] for e in emitted)
         assert sorted(emitted, key=repr) == sorted(
-            ((w.end, Windowed(key, w), ids) for key in "abc" for w, ids in expected[key]
-             if w.end < close), key=repr)
+            (
+                (w.end, Windowed(key, w), ids)
+                for key in "abc"
+                for w, ids in expected[key]
+                if w.end < close
+            ),
+            key=repr,
+        )
     else:
         # expiry sends no tombstones: the forwarded table holds every session ever made
         table = replay(out)
         assert {w: sorted(v) for w, v in table.items()} == {
-            Windowed(key, w): ids for key in "abc" for w, ids in expected[key]}
+            Windowed(key, w): ids for key in "abc" for w, ids in expected[key]
+        }

@@ -34,12 +34,17 @@ class WallClockCounter(Processor):
 
 def counter_topology(**source_serdes) -> Topology:
     topo = Topology()
-    topo.add_source("src", "clicks", source_serdes.get("key", serdes.String()),
-                    source_serdes.get("value", serdes.Json()))
+    topo.add_source(
+        "src",
+        "clicks",
+        source_serdes.get("key", serdes.String()),
+        source_serdes.get("value", serdes.Json()),
+    )
     topo.add_processor("count", WallClockCounter, "src")
     topo.add_state_store(Stores.key_value_store("counts"), "count")
-    topo.add_sink("out", "counts-out", "count", key_serde=serdes.String(),
-                  value_serde=serdes.Long())
+    topo.add_sink(
+        "out", "counts-out", "count", key_serde=serdes.String(), value_serde=serdes.Long()
+    )
     return topo
 
 
@@ -58,7 +63,10 @@ def test_wall_clock_counter_forwards_store_contents_and_store_is_readable():
         driver.advance_wall_clock_time(10_000)
         records = out.read_records_to_list()
         assert [(r.key, r.value, r.timestamp) for r in records] == [
-            ("a", 3, 20_000), ("b", 2, 20_000), ("c", 1, 20_000)]
+            ("a", 3, 20_000),
+            ("b", 2, 20_000),
+            ("c", 1, 20_000),
+        ]
         with pytest.raises(NoSuchElementError):
             out.read_record()
 
@@ -86,8 +94,10 @@ def test_undecodable_value_stops_with_topic_partition_offset_and_serde():
 
 
 def test_log_and_continue_skips_counts_and_dead_letters_the_record():
-    config = {"default.deserialization.exception.handler": "log_and_continue",
-              "errors.dead.letter.queue.topic.name": "dlq"}
+    config = {
+        "default.deserialization.exception.handler": "log_and_continue",
+        "errors.dead.letter.queue.topic.name": "dlq",
+    }
     with TopologyTestDriver(counter_topology(), config=config) as driver:
         clicks = driver.create_input_topic("clicks", serdes.String(), serdes.String())
         clicks.pipe_input("a", "{broken", 1)
@@ -144,8 +154,14 @@ def test_task_state_round_trip_keeps_stream_time_and_punctuation_phase():
     config = StreamsConfig.of(None)
 
     def new_task(state):
-        task = Task(topo, topo.sub_topologies()[0], 0, config=config, metrics=Metrics(),
-                    wall_clock=lambda: 0)
+        task = Task(
+            topo,
+            topo.sub_topologies()[0],
+            0,
+            config=config,
+            metrics=Metrics(),
+            wall_clock=lambda: 0,
+        )
         task.restore_state(state)
         task.init()
         return task

@@ -105,7 +105,9 @@ def test_interval_below_one_millisecond_is_rejected():
         fired = []
         interval = 0
 
-    with pytest.raises(ValueError, match="The minimum supported scheduling interval is 1 millisecond"):
+    with pytest.raises(
+        ValueError, match="The minimum supported scheduling interval is 1 millisecond"
+    ):
         _driver(P)
 
 

@@ -16,20 +16,24 @@ from kspark.windows import SessionWindows, SlidingWindows, TimeWindows, Window, 
 
 def test_durations_accept_int_ms_and_timedelta():
     assert SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), 250) == SessionWindows(
-        5000, 250)
+        5000, 250
+    )
     assert TimeWindows.of_size_with_no_grace(timedelta(minutes=1)).size_ms == 60_000
 
 
-@pytest.mark.parametrize("make", [
-    lambda: SessionWindows.of_inactivity_gap_with_no_grace(0),
-    lambda: SessionWindows.of_inactivity_gap_and_grace(10, -1),
-    lambda: TimeWindows.of_size_with_no_grace(0),
-    lambda: TimeWindows.of_size_and_grace(10, -5),
-    lambda: TimeWindows.of_size_with_no_grace(10).advance_by(0),
-    lambda: TimeWindows.of_size_with_no_grace(10).advance_by(11),
-    lambda: SlidingWindows.of_time_difference_with_no_grace(0),
-    lambda: SlidingWindows.of_time_difference_and_grace(10, -1),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SessionWindows.of_inactivity_gap_with_no_grace(0),
+        lambda: SessionWindows.of_inactivity_gap_and_grace(10, -1),
+        lambda: TimeWindows.of_size_with_no_grace(0),
+        lambda: TimeWindows.of_size_and_grace(10, -5),
+        lambda: TimeWindows.of_size_with_no_grace(10).advance_by(0),
+        lambda: TimeWindows.of_size_with_no_grace(10).advance_by(11),
+        lambda: SlidingWindows.of_time_difference_with_no_grace(0),
+        lambda: SlidingWindows.of_time_difference_and_grace(10, -1),
+    ],
+)
 def test_invalid_window_specs_raise_value_error(make):
     with pytest.raises(ValueError):
         make()
@@ -51,10 +55,17 @@ def test_window_and_windowed_compare_by_value():
         Window(5, 4)
 
 
-@pytest.mark.parametrize("serde, value", [
-    (serdes.String(), "héllo"), (serdes.Long(), -(2**63)), (serdes.Long(), 42),
-    (serdes.Double(), 2.5), (serdes.Bytes(), b"\x00\xff"), (serdes.Json(), {"a": [1, None]}),
-])
+@pytest.mark.parametrize(
+    "serde, value",
+    [
+        (serdes.String(), "héllo"),
+        (serdes.Long(), -(2**63)),
+        (serdes.Long(), 42),
+        (serdes.Double(), 2.5),
+        (serdes.Bytes(), b"\x00\xff"),
+        (serdes.Json(), {"a": [1, None]}),
+    ],
+)
 def test_serdes_round_trip_and_none_passes(serde, value):
     assert serde.deserialize(serde.serialize(value)) == value
     assert serde.serialize(None) is None

@@ -14,8 +14,13 @@ from kspark.topology import Topology
 Records = list[tuple[Any, Any, int]]
 
 
-def run_driver(topology: Topology, inputs: dict[str, Records], outputs: dict[str, tuple],
-               serdes_in: dict[str, tuple], config: dict | None = None) -> dict[str, Records]:
+def run_driver(
+    topology: Topology,
+    inputs: dict[str, Records],
+    outputs: dict[str, tuple],
+    serdes_in: dict[str, tuple],
+    config: dict | None = None,
+) -> dict[str, Records]:
     """Pipe each input topic's records (topics interleaved in the given order) and read all
     outputs as ``(key, value, timestamp)`` lists."""
     with TopologyTestDriver(topology, config=config) as driver:
@@ -31,10 +36,18 @@ def run_driver(topology: Topology, inputs: dict[str, Records], outputs: dict[str
         return result
 
 
-def run_spark(spark: Any, topology: Topology, inputs: dict[str, Records],
-              outputs: dict[str, tuple[Serde, Serde]], serdes_in: dict[str, tuple[Serde, Serde]],
-              app_dir: str, batches: int = 3, partitions: int = 1, config: dict | None = None,
-              app_id: str = "diff") -> tuple[dict[str, Records], StreamsApp]:
+def run_spark(
+    spark: Any,
+    topology: Topology,
+    inputs: dict[str, Records],
+    outputs: dict[str, tuple[Serde, Serde]],
+    serdes_in: dict[str, tuple[Serde, Serde]],
+    app_dir: str,
+    batches: int = 3,
+    partitions: int = 1,
+    config: dict | None = None,
+    app_id: str = "diff",
+) -> tuple[dict[str, Records], StreamsApp]:
     """Run ``topology`` on Spark with each input split into ``batches`` micro-batches."""
     topics: dict[str, Any] = {}
     for topic, records in inputs.items():
@@ -45,8 +58,14 @@ def run_spark(spark: Any, topology: Topology, inputs: dict[str, Records],
         topics[topic] = src
     sinks = {t: io.memory(ks, vs) for t, (ks, vs) in outputs.items()}
     topics.update(sinks)
-    app = StreamsApp(topology, app_id, topics, spark=spark, config=config,
-                     checkpoint_dir=os.path.join(app_dir, app_id))
+    app = StreamsApp(
+        topology,
+        app_id,
+        topics,
+        spark=spark,
+        config=config,
+        checkpoint_dir=os.path.join(app_dir, app_id),
+    )
     app.start()
     try:
         app.process_all_available()

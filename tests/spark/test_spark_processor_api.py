@@ -17,8 +17,9 @@ def test_click_counter_with_stream_time_punctuator_matches_driver(spark, app_dir
     io_serdes = {"clicks": (serdes.String(), serdes.Json())}
     outs = {"click-counts-report": (serdes.String(), serdes.Long())}
     expected = run_driver(topology(), {"clicks": clicks}, outs, io_serdes)
-    actual, app = run_spark(spark, topology(), {"clicks": clicks}, outs, io_serdes, app_dir,
-                            batches=4)
+    actual, app = run_spark(
+        spark, topology(), {"clicks": clicks}, outs, io_serdes, app_dir, batches=4
+    )
     assert expected["click-counts-report"], "the punctuator should have reported"
     assert actual == expected
     metrics = app.metrics()
