@@ -5,6 +5,7 @@ Failures raise :class:`~kspark.errors.SerializationError` naming the serde and t
 from __future__ import annotations
 
 import json
+import pickle
 import struct
 from typing import Any
 
@@ -38,7 +39,8 @@ class Serde:
             raise
         except Exception as exc:
             raise SerializationError(
-                f"{self.name} serde cannot deserialize {len(data)} bytes {bytes(data)[:40]!r}: {exc}"
+                f"{self.name} serde cannot deserialize {len(data)} bytes "
+                f"{bytes(data)[:40]!r}: {exc}"
             ) from exc
 
     def _serialize(self, value: Any) -> bytes:
@@ -170,6 +172,19 @@ class TimeWindowed(Serde):
 
     def __repr__(self) -> str:
         return f"TimeWindowed({self.inner!r}, {self.window_size})"
+
+
+class Pickle(Serde):
+    """Any picklable value, with pickle's highest protocol. For kspark's internal topics only:
+    never deserialize data from an untrusted source with it."""
+
+    name = "Pickle"
+
+    def _serialize(self, value: Any) -> bytes:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _deserialize(self, data: bytes) -> Any:
+        return pickle.loads(data)  # internal topics only
 
 
 def as_serde(serde: Any) -> Serde:

@@ -6,25 +6,13 @@ Python value exactly (tuples stay tuples, ints stay ints) on the test driver and
 
 from __future__ import annotations
 
-import pickle
 import struct
 from typing import Any
 
 from kspark.records import Change
-from kspark.serdes import Serde, as_serde
+from kspark.serdes import Pickle, Serde, as_serde
 
-
-class Pickle(Serde):
-    """Any picklable value, with pickle's highest protocol. For kspark's internal topics only:
-    never deserialize data from an untrusted source with it."""
-
-    name = "Pickle"
-
-    def _serialize(self, value: Any) -> bytes:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def _deserialize(self, data: bytes) -> Any:
-        return pickle.loads(data)  # internal topics only
+__all__ = ["ChangeSerde", "Pickle"]
 
 
 class ChangeSerde(Serde):

@@ -138,6 +138,18 @@ class SessionWindowAggregateProcessor(Processor):
                     self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
             self.state[LAST_EMIT] = close
 
+    def advance_stream_time(self, timestamp: int) -> None:
+        """Move observed stream time to ``timestamp`` without a record (idle closing), forwarding
+        the sessions that closes under on_window_close."""
+        observed = observe(self.state, timestamp)
+        if self.emit_final:
+            close = observed - self.windows.grace_ms - self.windows.inactivity_gap_ms
+            closed = self._closed_sessions(close)
+            if closed is not None:
+                for windowed, final in closed:
+                    self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
+                self.state[LAST_EMIT] = close
+
     def _closed_sessions(self, close: int) -> list[tuple[Windowed, Any]] | None:
         """Sessions with ``last emitted close <= end < close`` (with their aggregates, read
         before this record changes the store), or ``None`` if the close time has not moved."""

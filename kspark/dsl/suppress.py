@@ -279,6 +279,15 @@ class SuppressProcessor(Processor):
         )
         self._enforce(observed)
 
+    def advance_stream_time(self, timestamp: int) -> None:
+        """Move observed stream time to ``timestamp`` without a record (idle closing),
+        releasing what that expires."""
+        if not self._loaded:
+            self._load()
+        observed = max(self.state.get(OBSERVED, -1), timestamp)
+        self.state[OBSERVED] = observed
+        self._enforce(observed)
+
     def _enforce(self, observed: int) -> None:
         expiry = observed - self.duration
         while self._order and self._order[0][0] <= expiry:

@@ -156,6 +156,19 @@ class WindowedAggregateBase(Processor):
             for kv in self.store.fetch_all_with_timestamps(lo, hi)
         ]
 
+    def advance_stream_time(self, timestamp: int) -> None:
+        """Move observed stream time to ``timestamp`` without a record (idle closing), forwarding
+        the windows that closes under on_window_close."""
+        observed = observe(self.state, timestamp)
+        if self.emit_final:
+            close = observed - self.windows.grace_ms
+            pending = self._pending_final(close)
+            if pending is not None:
+                self.emit_final_results(pending, close)
+
+    def _pending_final(self, close: int) -> list[tuple[Windowed, Any, int]] | None:
+        raise NotImplementedError
+
     def emit_final_results(self, pending: list[tuple[Windowed, Any, int]], close: int) -> None:
         for windowed, agg, timestamp in pending:
             self.context.forward(Record(windowed, Change(agg, None), timestamp))

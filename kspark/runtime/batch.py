@@ -97,6 +97,7 @@ def run_task_batch(
         task.process(rec)
         task.punctuate_stream_time()
     task.punctuate_wall_clock()
+    task.maybe_close_idle()
     task.commit()
     output = task.drain_output()
     for store in task.stores.values():

@@ -81,6 +81,9 @@ class Task:
         self.wall_clock_ms = wall_clock
         self.loader = loader
         self.stream_time = -1
+        #: wall-clock time of the last input record, and how far idle closing moved time
+        self.last_input_wall_ms: int | None = None
+        self.idle_advanced_to = -1
         #: records written by sinks (and dead-letter records) since the last drain
         self.output: list[OutputRecord] = []
         #: changelog entries since the last drain: store -> [(key, value, timestamp)]
@@ -105,6 +108,8 @@ class Task:
         if not state:
             return
         self.stream_time = state.get("stream_time", -1)
+        self.last_input_wall_ms = state.get("last_input_wall_ms")
+        self.idle_advanced_to = state.get("idle_advanced_to", -1)
         self._restored_dues = dict(state.get("punctuations", {}))
         self._processor_state = {k: dict(v) for k, v in state.get("processors", {}).items()}
         self._store_meta = state.get("stores", {})
@@ -118,6 +123,8 @@ class Task:
                 dues[s.key] = (s.type.value, s.interval, s.due)
         return {
             "stream_time": self.stream_time,
+            "last_input_wall_ms": self.last_input_wall_ms,
+            "idle_advanced_to": self.idle_advanced_to,
             "punctuations": dues,
             "processors": self._processor_state,
             "stores": {name: store.meta() for name, store in self.stores.items()},
@@ -191,6 +198,8 @@ class Task:
             )
         if rec.timestamp > self.stream_time:
             self.stream_time = rec.timestamp
+        if self.config.close_on_idle_ms is not None:
+            self.last_input_wall_ms = self.wall_clock_ms()
         self.metrics.counters["process-total"] += 1
         metadata = RecordMetadata(rec.topic, rec.partition, rec.offset)
         record = Record(key, value, rec.timestamp, rec.headers)
@@ -331,6 +340,31 @@ class Task:
         return self._wall_queue.may_punctuate(
             self.wall_clock_ms() if now is None else now, self._fire
         )
+
+    def maybe_close_idle(self, now: int | None = None) -> bool:
+        """Opt-in idle closing (``window.close.on.idle.ms``): once the task's input has been
+        idle that long, stream time follows the wall clock from the last record on
+        (``stream_time + idle time``), so windows close and final results are emitted on a
+        quiet stream. Records that arrive later for windows closed this way are late."""
+        limit = self.config.close_on_idle_ms
+        if limit is None or self.last_input_wall_ms is None or self.stream_time < 0:
+            return False
+        now = self.wall_clock_ms() if now is None else now
+        idle = now - self.last_input_wall_ms
+        if idle < limit:
+            return False
+        target = self.stream_time + idle
+        if target <= self.idle_advanced_to:
+            return False
+        self.idle_advanced_to = target
+        self.last_input_wall_ms = now
+        self.stream_time = target
+        for name, processor in self.processors.items():
+            advance = getattr(processor, "advance_stream_time", None)
+            if advance is not None:
+                self._run_in(name, target, None, lambda a=advance: a(target))
+        self.punctuate_stream_time()
+        return True
 
     def next_wall_clock_due(self) -> int | None:
         schedules = self._wall_queue.schedules()

@@ -14,9 +14,10 @@ from typing import Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
-from kspark.io.schema import KIND_METRICS, KIND_RECORD, OUTPUT_DDL, TICK_TOPIC
+from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, OUTPUT_DDL, TICK_TOPIC
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
+from kspark.state.changelog import changelog_topic
 from kspark.topology.topology import SubTopology, Topology
 
 log = logging.getLogger("kspark.app")
@@ -105,6 +106,15 @@ class StreamsApp:
             out[t] = n or upstream
         return out
 
+    def _changelog_topics(self) -> dict[str, str]:
+        """Logged stores whose changelog topic has a location in ``topics``: store -> topic."""
+        out = {}
+        for name, builder in self.topology.store_builders.items():
+            topic = changelog_topic(self.application_id, name)
+            if builder.logging and topic in self.topics:
+                out[name] = topic
+        return out
+
     def _needs_ticks(self) -> bool:
         """Whether any processor schedules wall-clock punctuation (found by initialising the
         tasks once on the driver) or idle closing is on."""
@@ -182,9 +192,10 @@ class StreamsApp:
         )
         blob = cloudpickle.dumps(self.topology)
         spark.conf.set("spark.sql.shuffle.partitions", str(max(tasks, 1)))
+        changelogs = self._changelog_topics()
         for sub in self._stages:
             frame = frame.groupBy("partition").transformWithStateInPandas(
-                StageProcessor(blob, sub.id, self.config, topic_partitions),
+                StageProcessor(blob, sub.id, self.config, topic_partitions, changelogs),
                 OUTPUT_DDL,
                 "Append",
                 "None",
@@ -209,7 +220,9 @@ class StreamsApp:
 
     def _on_batch(self, frame: Any, batch_id: int) -> None:
         pdf = frame.toPandas()
-        records = pdf[(pdf["kind"] == KIND_RECORD) & (pdf["topic"] != TICK_TOPIC)]
+        records = pdf[
+            pdf["kind"].isin((KIND_RECORD, KIND_CHANGELOG)) & (pdf["topic"] != TICK_TOPIC)
+        ]
         by_topic: dict[str, list[tuple[Any, Any, int, int]]] = defaultdict(list)
         for topic, key, value, ts, part in zip(
             records["topic"],

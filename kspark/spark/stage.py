@@ -27,9 +27,10 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from kspark.config import StreamsConfig
 from kspark.hashing import kafka_partition
-from kspark.io.schema import KIND_METRICS, KIND_RECORD, TICK_TOPIC
+from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import run_task_batch
 from kspark.runtime.task import SourceRecord
+from kspark.state.changelog import ChangelogCodec
 
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
 _TOPOLOGIES: dict[str, Any] = {}
@@ -80,12 +81,15 @@ class StageProcessor(StatefulProcessor):
         sub_topology_id: int,
         config: StreamsConfig,
         topic_partitions: dict[str, int],
+        changelog_topics: dict[str, str] | None = None,
     ) -> None:
         self.topology_blob = topology_blob
         self.digest = hashlib.sha256(topology_blob).hexdigest()
         self.sub_topology_id = sub_topology_id
         self.config = config
         self.topic_partitions = topic_partitions
+        #: store -> changelog topic, for the stores whose changelog is written out
+        self.changelog_topics = changelog_topics or {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", "blob binary")
@@ -135,6 +139,8 @@ class StageProcessor(StatefulProcessor):
             rows["partition"].append(0 if o.key is None or n == 1 else kafka_partition(o.key, n))
             rows["offset"].append(base + i)
             rows["task"].append(task_id)
+        if self.changelog_topics:
+            self._changelog_rows(topology, result.changelog, rows, task_id, partition)
         counters = {k: v for k, v in result.metrics.counters.items() if v}
         if counters:
             metrics_row = (
@@ -150,6 +156,37 @@ class StageProcessor(StatefulProcessor):
             for column, value in zip(OUTPUT_COLUMNS, metrics_row):
                 rows[column].append(value)
         return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+    def _changelog_rows(
+        self,
+        topology: Any,
+        changelog: dict[str, list],
+        rows: dict[str, list],
+        task_id: str,
+        partition: int,
+    ) -> None:
+        """Append the batch's committed changes of each written-out store as changelog rows
+        (partition = the task's partition, as Kafka Streams' changelogs are co-partitioned)."""
+        for store, entries in changelog.items():
+            topic = self.changelog_topics.get(store)
+            if topic is None:
+                continue
+            codec = ChangelogCodec.for_builder(topology.store_builders[store])
+            for key, value, ts in entries:
+                for column, item in zip(
+                    OUTPUT_COLUMNS,
+                    (
+                        KIND_CHANGELOG,
+                        topic,
+                        codec.encode_key(key),
+                        codec.encode_value(value),
+                        ts,
+                        partition,
+                        -1,
+                        task_id,
+                    ),
+                ):
+                    rows[column].append(item)
 
 
 def _ordered(frame: pd.DataFrame) -> Iterator[SourceRecord]:

@@ -142,6 +142,7 @@ class TopologyTestDriver:
         self._wall_clock += ms
         for task in self.tasks:
             task.punctuate_wall_clock(self._wall_clock)
+            task.maybe_close_idle(self._wall_clock)
             task.commit()
             for out in self._collect():
                 self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)

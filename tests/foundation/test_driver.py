@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kspark import serdes
+from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreError, NoSuchElementError, StreamsError
 from kspark.processor import Processor, PunctuationType
 from kspark.records import Record
@@ -13,7 +14,6 @@ from kspark.runtime.task import SourceRecord, Task
 from kspark.state.builders import Stores
 from kspark.testing import TopologyTestDriver
 from kspark.topology import Topology
-from kspark.config import StreamsConfig
 
 
 class WallClockCounter(Processor):

@@ -16,8 +16,8 @@ from kspark.runtime.batch import DictTaskState, run_task_batch
 from kspark.runtime.task import SourceRecord
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "spark"))
-from spark_harness import run_driver  # noqa: E402
-from test_spark_differential import (  # noqa: E402
+from spark_harness import run_driver
+from test_spark_differential import (
     INPUT_SERDES,
     OUTPUTS,
     final_table,
@@ -40,7 +40,7 @@ def run_batches(topo, inputs, batches: int):
     outputs = []
     for b in range(batches):
         pending = []
-        for topic, records in encoded.items():
+        for records in encoded.values():
             size = -(-len(records) // batches)
             pending.extend(records[b * size:(b + 1) * size])
         offsets = 0

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from spark_harness import run_driver, run_spark
 
 from kspark import serdes
 from kspark.examples.click_counter import generate_clicks, topology
-
-from spark_harness import run_driver, run_spark
 
 pytestmark = pytest.mark.spark
 

@@ -1,0 +1,84 @@
+"""Changelog records: the topic name of a store's changelog and how its entries are encoded.
+
+A changelog entry is ``(store key, value or None, timestamp)``. On a topic its key is the store
+key in Kafka Streams' layout: the key itself for key-value stores; the key then the window start
+(8 bytes big-endian) for window stores, followed by a 4-byte sequence number when duplicates are
+retained; the key then the session end and start (8 bytes each) for session stores. Keys and
+values use the store's serdes, or kspark's internal pickle serde when the store has none.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kspark.serdes import Pickle, Serde, as_serde
+from kspark.windows import Window, Windowed
+
+
+def changelog_topic(application_id: str, store: str) -> str:
+    """Kafka Streams' name for a store's changelog topic."""
+    return f"{application_id}-{store}-changelog"
+
+
+class ChangelogCodec:
+    """Encodes and decodes the changelog entries of one store."""
+
+    def __init__(
+        self,
+        kind: str,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        window_size_ms: int | None = None,
+        retain_duplicates: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.key_serde: Serde = as_serde(key_serde) if key_serde is not None else Pickle()
+        self.value_serde: Serde = as_serde(value_serde) if value_serde is not None else Pickle()
+        self.window_size_ms = window_size_ms
+        self.retain_duplicates = retain_duplicates
+
+    @classmethod
+    def for_builder(cls, builder: Any) -> ChangelogCodec:
+        return cls(
+            builder.kind,
+            builder.key_serde,
+            builder.value_serde,
+            builder.params.get("window_size_ms"),
+            bool(builder.params.get("retain_duplicates", False)),
+        )
+
+    def encode_key(self, store_key: Any) -> bytes:
+        if self.kind == "key_value":
+            return self.key_serde.serialize(store_key) or b""
+        seq = None
+        if self.kind == "window" and self.retain_duplicates:
+            store_key, seq = store_key
+        inner = self.key_serde.serialize(store_key.key) or b""
+        window = store_key.window
+        if self.kind == "session":
+            return inner + struct.pack(">qq", window.end, window.start)
+        out = inner + struct.pack(">q", window.start)
+        return out if seq is None else out + struct.pack(">i", seq)
+
+    def decode_key(self, data: bytes) -> Any:
+        if self.kind == "key_value":
+            return self.key_serde.deserialize(data)
+        if self.kind == "session":
+            end, start = struct.unpack(">qq", data[-16:])
+            return Windowed(self.key_serde.deserialize(data[:-16]), Window(start, end))
+        seq = None
+        if self.retain_duplicates:
+            (seq,) = struct.unpack(">i", data[-4:])
+            data = data[:-4]
+        (start,) = struct.unpack(">q", data[-8:])
+        windowed = Windowed(
+            self.key_serde.deserialize(data[:-8]), Window(start, start + (self.window_size_ms or 0))
+        )
+        return windowed if seq is None else (windowed, seq)
+
+    def encode_value(self, value: Any) -> bytes | None:
+        return self.value_serde.serialize(value)
+
+    def decode_value(self, data: bytes | None) -> Any:
+        return self.value_serde.deserialize(data)
