@@ -57,6 +57,7 @@ class StreamsApp:
         self._metrics = Metrics()
         self._lock = threading.Lock()
         self._batches = 0
+        self._ticks = False
         self._stages = self._ordered_stages()
         self._check_topics()
 
@@ -169,8 +170,9 @@ class StreamsApp:
         frames = [self._source_frame(t) for t in self.topology.external_source_topics()]
         topic_partitions = self._topic_partitions()
         tasks = max(topic_partitions.values() or [1])
-        if self._needs_ticks():
-            interval = self.config.extra.get("kspark.tick.ms", 1000)
+        self._ticks = self._needs_ticks()
+        if self._ticks:
+            interval = self.config.extra.get("spark.kspark.tick.ms", 1000)
             frames.append(
                 spark.readStream.format("kspark_ticks")
                 .option("interval_ms", str(interval))
@@ -249,9 +251,30 @@ class StreamsApp:
             self._metrics.merge(metrics.counters)
             self._batches += 1
 
-    def process_all_available(self) -> None:
-        """Block until every source's available input has been processed."""
-        self._require_query().processAllAvailable()
+    def process_all_available(self, timeout: float = 600.0) -> None:
+        """Block until every source's input available now has been processed.
+
+        With a tick source (wall-clock punctuation or idle closing) there is always new input,
+        so this waits for a micro-batch planned after the call that left no data source behind.
+        """
+        query = self._require_query()
+        if not self._ticks:
+            query.processAllAvailable()
+            return
+        deadline = time.time() + timeout
+        start = time.time() * 1000
+        while True:
+            exc = query.exception()
+            if exc is not None:
+                raise exc
+            progress = query.lastProgress
+            if progress is not None and _parse_time(progress["timestamp"]) >= start and all(
+                    _caught_up(s) for s in progress["sources"]
+                    if "kspark_ticks" not in s["description"]):
+                return
+            if time.time() > deadline:
+                raise TimeoutError(f"input not processed within {timeout} s")
+            time.sleep(0.1)
 
     def await_termination(self, timeout: float | None = None) -> bool | None:
         query = self._require_query()
@@ -297,6 +320,23 @@ class StreamsApp:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _caught_up(source: dict[str, Any]) -> bool:
+    """Whether a source's progress shows nothing left after the batch's end offset (a source
+    that reports no latest offset counts as caught up)."""
+    latest, end = source.get("latestOffset"), source.get("endOffset")
+    if latest is None:
+        return True
+    as_json = [json.loads(o) if isinstance(o, str) else o for o in (latest, end)]
+    return as_json[0] == as_json[1]
+
+
+def _parse_time(text: str) -> float:
+    """Milliseconds of a streaming progress timestamp (``2026-11-21T12:00:00.000Z``)."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def _bytes(value: Any) -> bytes | None:

@@ -113,7 +113,9 @@ class StageProcessor(StatefulProcessor):
         mine = frame[own]
         if not len(mine) and not ticks.any():
             return
-        yield self._run_task(topology, sub, partition, mine)
+        out = self._run_task(topology, sub, partition, mine)
+        if len(out):  # pyspark 4.3 cannot convert an empty result frame to Arrow
+            yield out
 
     def _run_task(
         self, topology: Any, sub: Any, partition: int, frame: pd.DataFrame
