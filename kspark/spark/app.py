@@ -209,6 +209,10 @@ class StreamsApp:
         """Start the query (resuming from the checkpoint directory if it holds one)."""
         if self._query is not None:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
+        for topic, spec in self.topics.items():
+            prepare = getattr(spec, "prepare", None)
+            if prepare is not None:  # e.g. a Kafka topic checks or creates itself
+                prepare(self, topic)
         frame = self.build_query_frame()
         writer = (
             frame.writeStream.foreachBatch(self._on_batch)
