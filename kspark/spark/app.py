@@ -329,11 +329,9 @@ class StreamsApp:
 def _caught_up(source: dict[str, Any]) -> bool:
     """Whether a source's progress shows nothing left after the batch's end offset (a source
     that reports no latest offset counts as caught up)."""
-    latest, end = source.get("latestOffset"), source.get("endOffset")
-    if latest is None:
-        return True
-    as_json = [json.loads(o) if isinstance(o, str) else o for o in (latest, end)]
-    return as_json[0] == as_json[1]
+    latest, end = (json.loads(o) if isinstance(o, str) else o
+                   for o in (source.get("latestOffset"), source.get("endOffset")))
+    return latest is None or latest == end
 
 
 def _parse_time(text: str) -> float:

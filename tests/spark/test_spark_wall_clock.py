@@ -24,7 +24,7 @@ from kspark.spark import StreamsApp
 
 pytestmark = pytest.mark.spark
 S = serdes.String()
-INTERVAL_MS = 2_000
+INTERVAL_MS = 4_000  # a micro-batch costs about 1.7 s on this machine
 
 
 class Heartbeat(Processor):
