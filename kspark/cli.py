@@ -99,6 +99,11 @@ def demo(
         )
 
 
+from kspark.cli_store import store_app  # noqa: E402
+
+app.add_typer(store_app, name="store")
+
+
 def main() -> None:
     app()
 

@@ -18,6 +18,7 @@ _KEYS = {
     "errors.dead.letter.queue.topic.name": "dead_letter_topic",
     "state.buckets": "state_buckets",
     "window.close.on.idle.ms": "close_on_idle_ms",
+    "state.changelog.dir": "changelog_dir",
 }
 
 
@@ -36,6 +37,9 @@ class StreamsConfig:
     state_buckets: int = 16
     #: opt-in: windows closed after the input of a task is idle this long (wall clock), or None
     close_on_idle_ms: int | None = None
+    #: without Kafka: a directory where each logged store's changelog topic is kept as files
+    #: (``<dir>/<application.id>-<store>-changelog``), unless ``topics`` places it elsewhere
+    changelog_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -88,6 +88,14 @@ class StreamsBuilder:
         self._topology.add_state_store(store_builder)
         return self
 
+    def add_read_only_state_store(self, store_builder: StoreBuilder, topic: str) -> StreamsBuilder:
+        """Add a read-only store restored from ``topic``, another application's changelog of
+        a store like ``store_builder``, and kept current as it is written (SEMANTICS.md §7);
+        connect it by name with :meth:`KStream.process`. See
+        :meth:`Topology.add_read_only_state_store`."""
+        self._topology.add_read_only_state_store(store_builder, topic)
+        return self
+
     def build(self) -> Topology:
         """The topology of everything built so far."""
         return self._topology

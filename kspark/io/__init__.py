@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.io.files import FileTopic
+from kspark.io.kafka import KafkaTopic
 from kspark.io.memory import MemoryTopic
 
 
@@ -23,4 +24,30 @@ def memory(
     return MemoryTopic(key_serde, value_serde, partitions, max_files_per_trigger)
 
 
-__all__ = ["FileTopic", "MemoryTopic", "files", "memory"]
+def kafka(
+    bootstrap_servers: str,
+    topic: str | list[str] | None = None,
+    *,
+    pattern: str | None = None,
+    partitions: int | None = None,
+    starting_offsets: str | dict[str, dict[int, int]] = "earliest",
+    max_records_per_trigger: int | None = None,
+    fail_on_data_loss: bool = True,
+    create: bool = True,
+    config: dict[str, Any] | None = None,
+) -> KafkaTopic:
+    """A topic on a Kafka cluster (source or sink); see :class:`KafkaTopic`."""
+    return KafkaTopic(
+        bootstrap_servers,
+        topic,
+        pattern,
+        partitions,
+        starting_offsets,
+        max_records_per_trigger,
+        fail_on_data_loss,
+        create,
+        dict(config or {}),
+    )
+
+
+__all__ = ["FileTopic", "KafkaTopic", "MemoryTopic", "files", "kafka", "memory"]

@@ -59,6 +59,7 @@ class StreamsApp:
         self._batches = 0
         self._ticks = False
         self._stages = self._ordered_stages()
+        self._add_changelog_locations()
         self._check_topics()
 
     # -- planning ------------------------------------------------------------------------------
@@ -115,6 +116,20 @@ class StreamsApp:
             if builder.logging and topic in self.topics:
                 out[name] = topic
         return out
+
+    def _add_changelog_locations(self) -> None:
+        """With ``state.changelog.dir``: a file topic for each logged store's changelog that
+        ``topics`` does not place (read-only source stores keep no changelog)."""
+        if not self.config.changelog_dir:
+            return
+        from kspark.io.files import FileTopic
+
+        tasks = max([self._partitions(t) for t in self.topology.external_source_topics()] or [1])
+        for name, builder in self.topology.store_builders.items():
+            topic = changelog_topic(self.application_id, name)
+            if builder.logging and name not in self.topology.source_stores:
+                path = os.path.join(self.config.changelog_dir, topic)
+                self.topics.setdefault(topic, FileTopic(path, format="kspark", partitions=tasks))
 
     def _needs_ticks(self) -> bool:
         """Whether any processor schedules wall-clock punctuation (found by initialising the
@@ -214,6 +229,9 @@ class StreamsApp:
             if prepare is not None:  # e.g. a Kafka topic checks or creates itself
                 prepare(self, topic)
         frame = self.build_query_frame()
+        from kspark.spark.query import write_app_info
+
+        write_app_info(self)
         writer = (
             frame.writeStream.foreachBatch(self._on_batch)
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
@@ -299,6 +317,14 @@ class StreamsApp:
     @property
     def query(self) -> Any:
         return self._query
+
+    def store(self, name: str) -> Any:
+        """A read-only view of store ``name`` (API.md's read methods) over every task, reading
+        the latest committed state of this app's query, running or stopped; it follows new
+        commits. Unknown names raise ``InvalidStateStoreError`` listing the stores."""
+        from kspark.spark.query import app_info, store_view
+
+        return store_view(self.spark, self.checkpoint_dir, name, app_info(self))
 
     def metrics(self) -> dict[str, int]:
         """Counters since this app object started (dropped records, processed records, ...)."""

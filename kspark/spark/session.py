@@ -55,7 +55,9 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
 
 
 def register_data_sources(spark: Any) -> None:
+    from kspark.spark.kafka_source import KafkaSource
     from kspark.spark.sources import FileSource, TickSource
 
     spark.dataSource.register(FileSource)
     spark.dataSource.register(TickSource)
+    spark.dataSource.register(KafkaSource)

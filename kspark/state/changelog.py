@@ -82,3 +82,34 @@ class ChangelogCodec:
 
     def decode_value(self, data: bytes | None) -> Any:
         return self.value_serde.deserialize(data)
+
+
+class ChangelogKeySerde(Serde):
+    """Reads (and writes) changelog keys as store keys with a :class:`ChangelogCodec`: the key
+    serde of a source topic that is another store's changelog."""
+
+    name = "ChangelogKey"
+
+    def __init__(self, codec: ChangelogCodec) -> None:
+        self.codec = codec
+
+    def _serialize(self, value: Any) -> bytes:
+        return self.codec.encode_key(value)
+
+    def _deserialize(self, data: bytes) -> Any:
+        return self.codec.decode_key(data)
+
+
+class ChangelogValueSerde(Serde):
+    """Reads (and writes) changelog values with a :class:`ChangelogCodec`."""
+
+    name = "ChangelogValue"
+
+    def __init__(self, codec: ChangelogCodec) -> None:
+        self.codec = codec
+
+    def _serialize(self, value: Any) -> bytes:
+        return self.codec.encode_value(value) or b""
+
+    def _deserialize(self, data: bytes) -> Any:
+        return self.codec.decode_value(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kspark.errors import TopologyError
@@ -147,6 +148,52 @@ class Topology:
                 self.connect_processor_and_state_stores(p, name)
         return self
 
+    def add_read_only_state_store(
+        self,
+        store_builder: Any,
+        topic: str,
+        *processor_names: str,
+        source_name: str | None = None,
+        restorer_name: str | None = None,
+    ) -> Topology:
+        """Add a read-only store restored from ``topic``, another application's changelog of
+        a store like ``store_builder`` (same kind, window size, serdes), and kept current as
+        that application writes it (SEMANTICS.md §7). ``topic`` becomes a source of this
+        topology (give its location in ``StreamsApp(topics=...)``); the named processors may
+        read the store and writing it raises. The store keeps no changelog of its own: its
+        builder's logging and caching are turned off."""
+        from kspark.state.changelog import (
+            ChangelogCodec,
+            ChangelogKeySerde,
+            ChangelogValueSerde,
+        )
+        from kspark.topology import source_stores
+
+        name = store_builder.name
+        if name in self.store_builders:
+            raise TopologyError(f"store {name!r} is already added to the topology")
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"read-only store {name!r}: topic must be a topic name")
+        if topic in self.internal_topics or topic in self.sink_topics():
+            raise TopologyError(
+                f"read-only store {name!r}: topic {topic!r} is written by this topology; a "
+                "read-only store reads another application's changelog"
+            )
+        source = source_name or source_stores.source_name(name)
+        restorer = restorer_name or source_stores.restorer_name(name)
+        for node in (source, restorer):
+            self._check_new(node)
+        for p in processor_names:
+            if not isinstance(self.nodes.get(p), ProcessorNode):
+                raise TopologyError(f"processor {p!r} is not in the topology")
+        store_builder.with_logging_disabled().with_caching_disabled()
+        codec = ChangelogCodec.for_builder(store_builder)
+        self.add_source(source, topic, ChangelogKeySerde(codec), ChangelogValueSerde(codec))
+        self.add_processor(restorer, partial(source_stores.ChangelogRestorer, name), source)
+        self.add_state_store(store_builder, restorer, *processor_names)
+        self.source_stores[name] = topic
+        return self
+
     def connect_processor_and_state_stores(
         self, processor_name: str, *store_names: str
     ) -> Topology:
@@ -252,6 +299,13 @@ class Topology:
                 for s in node.stores:
                     if s not in self.store_builders:
                         raise TopologyError(f"processor {name!r} uses unknown store {s!r}")
+        sinks = self.sink_topics()
+        for store, topic in self.source_stores.items():
+            if topic in sinks:
+                raise TopologyError(
+                    f"read-only store {store!r}: its changelog topic {topic!r} is written by "
+                    "this topology"
+                )
 
     def describe(self) -> TopologyDescription:
         return TopologyDescription(self)

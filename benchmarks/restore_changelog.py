@@ -1,0 +1,114 @@
+"""Benchmark: how long application B takes to restore its read-only view of application A's
+window store from A's changelog (SEMANTICS.md §7, seed 004).
+
+The changelog is written the way A's Spark sink writes it (``state.changelog.dir``: one file
+of kspark records per micro-batch), for seed 004's store: event counts per "user|type" in
+24-hour windows kept 30 days. B is a topology with only the read-only store; the time runs
+from ``StreamsApp.start`` until every changelog record has been processed and committed.
+
+    .venv/bin/python benchmarks/restore_changelog.py --records 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import tempfile
+import time
+
+DAY = 86_400_000
+
+
+def write_changelog(path: str, records: int, files: int, partitions: int, seed: int) -> None:
+    """``records`` changelog records of a count store, in ``files`` files, day by day."""
+    from kspark.hashing import kafka_partition
+    from kspark.io import files as file_topic
+    from kspark.serdes import String
+    from kspark.state.changelog import ChangelogCodec
+    from kspark.windows import Window, Windowed
+
+    codec = ChangelogCodec("window", String(), None, DAY)
+    key_serde = String()
+    rng = random.Random(seed)
+    users, types, days = 20_000, 20, 40
+    per_day = records // days
+    counts: dict[tuple[str, int], int] = {}
+    topic = file_topic(path, format="kspark")
+    batch: list[tuple[bytes, bytes | None, int, int]] = []
+    per_file = -(-records // files)
+    written = 0
+    for i in range(records):
+        day = min(i // per_day, days - 1)
+        key = f"user-{rng.randrange(users):05d}|type-{rng.randrange(types):02d}"
+        start = day * DAY
+        count = counts[(key, start)] = counts.get((key, start), 0) + 1
+        ts = start + rng.randrange(DAY)
+        part = kafka_partition(key_serde.serialize(key), partitions)
+        batch.append(
+            (codec.encode_key(Windowed(key, Window(start, start + DAY))), codec.encode_value(count),
+             ts, part)
+        )
+        if len(batch) == per_file:
+            topic.write_batch(written, batch)
+            written += 1
+            batch = []
+    if batch:
+        topic.write_batch(written, batch)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--max-files-per-trigger", type=int, default=0,
+                        help="0: restore in one micro-batch")
+    args = parser.parse_args()
+
+    from kspark import Stores, Topology, io
+    from kspark.serdes import String
+    from kspark.spark import StreamsApp
+    from kspark.spark.session import local_spark
+    from kspark.state.changelog import changelog_topic
+
+    root = tempfile.mkdtemp(prefix="kspark-restore-bench-")
+    try:
+        topic = changelog_topic("event-counter", "event-counts")
+        path = os.path.join(root, topic)
+        t0 = time.time()
+        write_changelog(path, args.records, args.files, args.partitions, seed=1)
+        print(f"wrote {args.records:,} changelog records in {time.time() - t0:.1f} s")
+        spark = local_spark("local[2]")
+
+        topology = Topology()
+        topology.add_read_only_state_store(
+            Stores.window_store("event-counts", 30 * DAY, DAY, key_serde=String()), topic
+        )
+        app = StreamsApp(
+            topology,
+            "event-reader",
+            {topic: io.files(path, format="kspark", partitions=args.partitions,
+                             max_files_per_trigger=args.max_files_per_trigger or None)},
+            spark=spark,
+            checkpoint_dir=os.path.join(root, "b"),
+        )
+        t0 = time.time()
+        app.start()
+        app.process_all_available()
+        restore_s = time.time() - t0
+        app.stop()
+        t0 = time.time()
+        windows = len(app.store("event-counts").all())
+        query_s = time.time() - t0
+        print(f"restored {args.records:,} changelog records in {restore_s:.1f} s "
+              f"({args.records / restore_s:,.0f} records/s), {args.partitions} partitions, "
+              f"{app.metrics()['batches']} micro-batches")
+        print(f"view: {windows:,} live windows; reading the whole view took {query_s:.1f} s")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

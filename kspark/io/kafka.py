@@ -1,0 +1,198 @@
+"""Kafka topics as topic locations: ``StreamsApp(topics={"clicks": kspark.io.kafka(...)})``.
+
+As a source, a topic is read by kspark's Spark source ``kspark_kafka`` (see
+:mod:`kspark.spark.kafka_source`); offsets live in the query's checkpoint. As a sink, each
+micro-batch is written once (see :mod:`kspark.kafka.sink`). At ``StreamsApp.start()`` a source
+topic must exist (else an error names it); output, changelog and repartition topics are created
+with the partition count and cleanup policy the topology needs, or verified with
+``create=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.errors import StreamsError
+from kspark.kafka.admin import (
+    MARKER,
+    TopicError,
+    TopicSpec,
+    ensure_topics,
+    matching_topics,
+    partition_counts,
+    topology_topics,
+)
+from kspark.kafka.sink import BatchSink, Rows, marker_topic
+
+
+@dataclass
+class KafkaTopic:
+    """A topic on a Kafka cluster.
+
+    ``topic`` is the Kafka topic's name (or a list of names, read as one source), by default the
+    topology's name for it; a source may instead read every topic matching ``pattern`` (a
+    regular expression). ``partitions``: for a topic kspark creates, its partition count (by
+    default that of the input). ``starting_offsets``: "earliest", "latest" or
+    ``{"topic": {partition: offset}}`` for a query without a checkpoint.
+    ``max_records_per_trigger`` caps a micro-batch. ``fail_on_data_loss=False`` skips (and
+    counts) records deleted before they were read instead of stopping. ``create=False`` only
+    verifies that the topics kspark writes exist as needed. ``config``: librdkafka settings for
+    every client (security, timeouts...).
+    """
+
+    bootstrap_servers: str
+    topic: str | list[str] | None = None
+    pattern: str | None = None
+    partitions: int | None = None
+    starting_offsets: str | dict[str, dict[int, int]] = "earliest"
+    max_records_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    create: bool = True
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.topic is not None and self.pattern is not None:
+            raise ValueError("kafka topic: give topic or pattern, not both")
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError(f"kafka topic: partitions must be >= 1, got {self.partitions}")
+        self._name: str | None = None
+        self._resolved: int | None = None
+        self._app: Any = None
+        self._sink: BatchSink | None = None
+        self._run: str | None = None
+
+    # -- naming ----------------------------------------------------------------------------------
+    def kafka_topics(self, name: str | None = None) -> list[str]:
+        """The Kafka topic names this location reads or writes (not for a pattern)."""
+        if isinstance(self.topic, list):
+            return list(self.topic)
+        own = self.topic or name or self._name
+        if own is None:
+            raise ValueError("kafka topic: no topic name yet (give topic=...)")
+        return [own]
+
+    @property
+    def num_partitions(self) -> int | None:
+        """Partitions of the topic (the largest, for several): as resolved at ``prepare``, else
+        as asked for, else as found on the cluster (None if it does not exist yet)."""
+        if self._resolved is not None:
+            return self._resolved
+        if self.partitions:
+            return self.partitions
+        if self.pattern is not None:
+            counts = matching_topics(self.bootstrap_servers, self.pattern, self.config)
+        elif self.topic is None and self._name is None:
+            return None
+        else:
+            counts = partition_counts(self.bootstrap_servers, self.kafka_topics(), self.config)
+        known = [n for n in counts.values() if n]
+        return max(known) if known else None
+
+    # -- StreamsApp hooks --------------------------------------------------------------------
+    def prepare(self, app: Any, topic: str) -> None:
+        """At ``app.start()``: check a source topic exists; create (or verify) a topic the
+        application writes, with its partitions and cleanup policy."""
+        self._name, self._app, self._resolved = topic, app, None
+        self._sink, self._run = None, None
+        if topic in app.topology.external_source_topics():
+            self._resolved = self._check_source(app)
+        specs = {s.name: s for s in topology_topics(app)}
+        spec = specs.get(topic)
+        if spec is None:
+            return
+        if self.pattern is not None or len(self.kafka_topics()) != 1:
+            raise TopicError(
+                f"topic {topic!r} is written by {app.application_id!r}: give one "
+                "Kafka topic name, not a pattern or a list"
+            )
+        target = self.kafka_topics()[0]
+        markers = marker_topic(app.application_id)
+        ensure_topics(
+            self.bootstrap_servers,
+            [
+                TopicSpec(target, spec.partitions, spec.config, spec.role),
+                TopicSpec(markers, 1, {"cleanup.policy": "compact"}, MARKER),
+            ],
+            create=self.create,
+            config=self.config,
+        )
+        self._resolved = spec.partitions
+        self._sink = BatchSink(self.bootstrap_servers, target, markers, topic, self.config)
+
+    def _check_source(self, app: Any) -> int:
+        if self.pattern is not None:
+            return max(
+                matching_topics(self.bootstrap_servers, self.pattern, self.config).values(),
+                default=1,
+            )
+        names = self.kafka_topics()
+        counts = partition_counts(self.bootstrap_servers, names, self.config)
+        missing = [t for t in names if counts[t] is None]
+        if missing:
+            raise TopicError(
+                f"Kafka topic {missing[0]!r} does not exist on {self.bootstrap_servers} "
+                f"(source topic {self._name!r} of application {app.application_id!r}); create "
+                "it first"
+            )
+        return max(int(n or 1) for n in counts.values())
+
+    def source_options(self, topic: str) -> dict[str, str]:
+        """Options of the ``kspark_kafka`` Spark source for this location."""
+        opts = {"kafka.bootstrap.servers": self.bootstrap_servers}
+        if self.pattern is not None:
+            opts["subscribePattern"] = self.pattern
+        else:
+            opts["subscribe"] = ",".join(self.kafka_topics(topic))
+        offsets = self.starting_offsets
+        opts["startingOffsets"] = (
+            offsets
+            if isinstance(offsets, str)
+            else json.dumps(
+                {t: {str(p): o for p, o in parts.items()} for t, parts in offsets.items()}
+            )
+        )
+        if self.max_records_per_trigger:
+            opts["maxOffsetsPerTrigger"] = str(self.max_records_per_trigger)
+        opts["failOnDataLoss"] = str(self.fail_on_data_loss).lower()
+        for key, value in self.config.items():
+            opts[f"kafka.{key}"] = str(value)
+        return opts
+
+    def read_stream(self, spark: Any, topic: str) -> Any:
+        """The topic as a streaming DataFrame in kspark's input layout (rows named ``topic``)."""
+        from kspark.spark.kafka_source import kafka_input_frame
+
+        self._name = self._name or topic
+        reader = spark.readStream.format("kspark_kafka")
+        for key, value in self.source_options(topic).items():
+            reader = reader.option(key, value)
+        return kafka_input_frame(reader.load(), topic)
+
+    def write_batch(self, batch_id: int, records: Rows) -> None:
+        """Write one micro-batch's ``(key, value, timestamp, partition)`` records, once."""
+        if self._sink is None:
+            raise StreamsError(
+                f"Kafka topic {self._name or self.topic!r}: write_batch before prepare() (the "
+                "StreamsApp prepares its topics at start)"
+            )
+        self._sink.write(self._run_id(), batch_id, records)
+
+    def _run_id(self, timeout: float = 60.0) -> str:
+        """The id of the app's query: it persists in the checkpoint, so a restarted query
+        continues the same run (the first batch may come before ``start()`` has returned)."""
+        deadline = time.monotonic() + timeout
+        while self._run is None:
+            query = self._app.query
+            if query is not None:
+                self._run = str(query.id)
+            elif time.monotonic() > deadline:
+                raise StreamsError(f"Kafka sink {self._name!r}: the query did not start")
+            else:
+                time.sleep(0.01)
+        return self._run
+
+
+__all__ = ["KafkaTopic"]

@@ -1,0 +1,185 @@
+"""Topic administration: the topics an application needs, created or verified on the cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.errors import KsparkError
+
+OUTPUT = "output"
+CHANGELOG = "changelog"
+REPARTITION = "repartition"
+SOURCE = "source"
+MARKER = "sink-marker"
+
+_TIMEOUT = 15.0
+
+
+class TopicError(KsparkError):
+    """A Kafka topic is missing, differs from what the application needs, or lost records."""
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """What a topic must look like: its partition count and the configs that matter (e.g.
+    ``cleanup.policy``)."""
+
+    name: str
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)
+    role: str = OUTPUT
+
+
+def client_config(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka settings for a client of ``bootstrap_servers`` plus the user's own."""
+    return {"bootstrap.servers": bootstrap_servers, **(extra or {})}
+
+
+def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(client_config(bootstrap_servers, config))
+
+
+def partition_counts(
+    bootstrap_servers: str, topics: list[str], config: dict[str, Any] | None = None
+) -> dict[str, int | None]:
+    """The number of partitions of each topic, ``None`` for a topic that does not exist."""
+    metadata = _admin(bootstrap_servers, config).list_topics(timeout=_TIMEOUT)
+    out: dict[str, int | None] = {}
+    for name in topics:
+        meta = metadata.topics.get(name)
+        ok = meta is not None and meta.error is None and len(meta.partitions) > 0
+        out[name] = len(meta.partitions) if ok else None
+    return out
+
+
+def matching_topics(
+    bootstrap_servers: str, pattern: str, config: dict[str, Any] | None = None
+) -> dict[str, int]:
+    """Topics whose whole name matches the regular expression ``pattern``: name -> partitions."""
+    import re
+
+    regex = re.compile(pattern)
+    metadata = _admin(bootstrap_servers, config).list_topics(timeout=_TIMEOUT)
+    return {
+        name: len(meta.partitions)
+        for name, meta in metadata.topics.items()
+        if regex.fullmatch(name) and meta.error is None and not name.startswith("__")
+    }
+
+
+def ensure_topics(
+    bootstrap_servers: str,
+    specs: list[TopicSpec],
+    create: bool = True,
+    config: dict[str, Any] | None = None,
+    replication_factor: int = -1,
+) -> list[str]:
+    """Create the missing topics of ``specs`` (or, with ``create=False``, raise naming them) and
+    check that existing ones have the partition count and configs asked for. Returns the names
+    of the topics it created. ``replication_factor=-1`` takes the broker's default."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    if not specs:
+        return []
+    admin = _admin(bootstrap_servers, config)
+    counts = partition_counts(bootstrap_servers, [s.name for s in specs], config)
+    missing = [s for s in specs if counts[s.name] is None]
+    if missing and not create:
+        names = ", ".join(f"{s.name!r} ({s.role})" for s in missing)
+        raise TopicError(f"Kafka topics missing on {bootstrap_servers}: {names}")
+    created = []
+    if missing:
+        futures = admin.create_topics(
+            [
+                NewTopic(s.name, s.partitions, replication_factor, config=dict(s.config))
+                for s in missing
+            ],
+            operation_timeout=_TIMEOUT,
+            request_timeout=_TIMEOUT,
+        )
+        for name, future in futures.items():
+            try:
+                future.result()
+                created.append(name)
+            except KafkaException as exc:
+                if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":  # created meanwhile: verify
+                    raise TopicError(
+                        f"cannot create Kafka topic {name!r} on {bootstrap_servers}: "
+                        f"{exc.args[0].str()}"
+                    ) from exc
+        counts.update(partition_counts(bootstrap_servers, [s.name for s in missing], config))
+    _verify(admin, bootstrap_servers, specs, counts)
+    return created
+
+
+def _verify(
+    admin: Any, bootstrap_servers: str, specs: list[TopicSpec], counts: dict[str, int | None]
+) -> None:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    for spec in specs:
+        have = counts.get(spec.name)
+        if have is None:
+            raise TopicError(f"Kafka topic {spec.name!r} on {bootstrap_servers} does not exist")
+        if have != spec.partitions:
+            raise TopicError(
+                f"Kafka topic {spec.name!r} ({spec.role}) has {have} partitions; the application "
+                f"needs {spec.partitions}"
+            )
+    checked = [s for s in specs if s.config]
+    if not checked:
+        return
+    futures = admin.describe_configs(
+        [ConfigResource(ResourceType.TOPIC, s.name) for s in checked], request_timeout=_TIMEOUT
+    )
+    by_name = {resource.name: future for resource, future in futures.items()}
+    for spec in checked:
+        entries = by_name[spec.name].result()
+        for key, want in spec.config.items():
+            entry = entries.get(key)
+            if entry is not None and entry.value is not None and entry.value != want:
+                raise TopicError(
+                    f"Kafka topic {spec.name!r} ({spec.role}) has {key}={entry.value}; the "
+                    f"application needs {key}={want}"
+                )
+
+
+def topology_topics(app: Any) -> list[TopicSpec]:
+    """Every topic a :class:`~kspark.spark.StreamsApp` writes, as Kafka Streams would create
+    them: output topics (the partition count of their location, else of the input),
+    repartition topics (``cleanup.policy=delete``) and the changelogs of logged stores
+    (``cleanup.policy=compact``, one partition per task)."""
+    from kspark.state.changelog import changelog_topic
+
+    topology = app.topology
+    upstream = max(
+        [_partitions(app.topics.get(t)) for t in topology.external_source_topics()] or [1]
+    )
+    internal = {t: n or upstream for t, n in topology.internal_topics.items()}
+    tasks = max([upstream, *internal.values()])
+    specs = [
+        TopicSpec(t, _partitions(app.topics.get(t), upstream), role=OUTPUT)
+        for t in topology.external_sink_topics()
+    ]
+    specs += [
+        TopicSpec(t, n, {"cleanup.policy": "delete"}, REPARTITION) for t, n in internal.items()
+    ]
+    specs += [
+        TopicSpec(
+            changelog_topic(app.application_id, name),
+            tasks,
+            {"cleanup.policy": "compact"},
+            CHANGELOG,
+        )
+        for name, builder in topology.store_builders.items()
+        if builder.logging and name not in getattr(topology, "source_stores", {})
+    ]
+    return specs
+
+
+def _partitions(location: Any, default: int = 1) -> int:
+    return int(getattr(location, "num_partitions", None) or default)

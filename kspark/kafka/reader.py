@@ -1,0 +1,307 @@
+"""Reading Kafka partitions by offset range, without Spark: offsets, data-loss checks, ranges.
+
+Offsets are planned per topic-partition: a range ``[start, end)`` is read with a consumer that
+is assigned (not subscribed), so no consumer group is involved and offsets live wherever the
+caller keeps them (Spark's checkpoint, for the Spark source).
+
+The end of a partition is taken from the high watermark of a fetch response rather than from
+ListOffsets alone: some Kafka-protocol brokers (tansu 0.6) answer ListOffsets(latest) with the
+base offset of the last record batch plus one, which would leave the last batch unread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kspark.kafka.admin import TopicError, client_config, matching_topics, partition_counts
+
+log = logging.getLogger("kspark.kafka")
+
+#: in per-partition starting offsets: the earliest / the latest offset (as in Spark and Kafka)
+EARLIEST = -2
+LATEST = -1
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Offsets ``[start, end)`` of one topic-partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def consumer_config(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Settings of kspark's assign-only consumers (read committed, no offset commits, partition
+    ends reported, no silent offset reset)."""
+    return client_config(
+        bootstrap_servers,
+        {
+            "group.id": "kspark-reader",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+            "isolation.level": "read_committed",
+            **(extra or {}),
+        },
+    )
+
+
+def plan_start(tp: TP, start: int, low: int, high: int, fail_on_data_loss: bool) -> tuple[int, int]:
+    """Where to resume ``tp`` whose next offset to read is ``start`` while the partition now
+    holds ``[low, high)``: returns ``(offset, offsets skipped)``. Records deleted before they
+    were read (``start < low``) or a partition that went back (``start > high``: the topic was
+    re-created or truncated) are data loss: an error, or with ``fail_on_data_loss=False``
+    skipped and counted."""
+    if low <= start <= high:
+        return start, 0
+    where = f"Kafka topic {tp[0]!r} partition {tp[1]}"
+    if start < low:
+        report_data_loss(
+            where,
+            f"offsets {start} to {low - 1} were deleted before they were read (the "
+            f"partition now starts at offset {low})",
+            fail_on_data_loss,
+        )
+        return low, low - start
+    report_data_loss(
+        where,
+        f"the next offset to read is {start} but the partition ends at offset {high} "
+        "(was the topic deleted and re-created?)",
+        fail_on_data_loss,
+    )
+    return low, 0
+
+
+def limit_ranges(available: dict[TP, tuple[int, int]], max_records: int) -> dict[TP, int]:
+    """End offsets that take at most ``max_records`` in total from the ``(start, end)`` ranges,
+    shared in proportion to what each partition has (every partition with records gets at least
+    one, so that a trigger always makes progress)."""
+    total = sum(max(0, end - start) for start, end in available.values())
+    if total <= max_records:
+        return {tp: end for tp, (start, end) in available.items()}
+    out = {}
+    for tp, (start, end) in available.items():
+        size = max(0, end - start)
+        share = max(1, max_records * size // total) if size else 0
+        out[tp] = start + min(size, share)
+    return out
+
+
+class OffsetLookup:
+    """Partitions and offsets of topics, for planning. Keeps its clients between calls."""
+
+    def __init__(
+        self, bootstrap_servers: str, config: dict[str, Any] | None = None, timeout: float = 30.0
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.config = dict(config or {})
+        self.timeout = timeout
+        self._admin: Any = None
+        self._consumer: Any = None
+
+    @property
+    def admin(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(client_config(self.bootstrap_servers, self.config))
+        return self._admin
+
+    def topic_partitions(
+        self, topics: list[str] | None = None, pattern: str | None = None
+    ) -> list[TP]:
+        """Every partition of the named topics (a missing one is an error naming it) or of the
+        topics matching ``pattern``."""
+        if pattern is not None:
+            counts = matching_topics(self.bootstrap_servers, pattern, self.config)
+        else:
+            found = partition_counts(self.bootstrap_servers, list(topics or []), self.config)
+            missing = [t for t, n in found.items() if n is None]
+            if missing:
+                raise TopicError(
+                    f"Kafka topic {missing[0]!r} does not exist on {self.bootstrap_servers}"
+                    + (f" (nor {missing[1:]})" if len(missing) > 1 else "")
+                )
+            counts = {t: int(n or 0) for t, n in found.items()}
+        return [(t, p) for t in sorted(counts) for p in range(counts[t])]
+
+    def _list_offsets(self, tps: list[TP], spec: Any) -> dict[TP, int]:
+        from confluent_kafka import IsolationLevel, TopicPartition
+
+        if not tps:
+            return {}
+        futures = self.admin.list_offsets(
+            {TopicPartition(t, p): spec for t, p in tps},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=self.timeout,
+        )
+        out = {}
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = int(future.result().offset)
+            except Exception as exc:
+                raise TopicError(
+                    f"cannot list offsets of Kafka topic {tp.topic!r} partition "
+                    f"{tp.partition} on {self.bootstrap_servers}: {exc}"
+                ) from exc
+        return out
+
+    def earliest(self, tps: list[TP]) -> dict[TP, int]:
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._list_offsets(tps, OffsetSpec.earliest())
+
+    def latest(self, tps: list[TP], earliest: dict[TP, int] | None = None) -> dict[TP, int]:
+        """The end offset (next offset to be written, for read-committed readers) of each
+        partition, confirmed by a fetch from just before the broker's answer."""
+        from confluent_kafka.admin import OffsetSpec
+
+        listed = self._list_offsets(tps, OffsetSpec.latest())
+        low = earliest if earliest is not None else self.earliest(tps)
+        probe = {tp: max(listed[tp] - 1, low.get(tp, 0)) for tp in tps if listed[tp] > low[tp]}
+        return {**listed, **self._fetch_ends(probe)}
+
+    def _fetch_ends(self, probe: dict[TP, int]) -> dict[TP, int]:
+        """Read from each ``tp``'s given offset to the end: the end offset the fetch reports."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        if not probe:
+            return {}
+        if self._consumer is None:
+            self._consumer = Consumer(consumer_config(self.bootstrap_servers, self.config))
+        consumer = self._consumer
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in probe.items()])
+        ends: dict[TP, int] = {}
+        seen = dict(probe)
+        deadline = time.monotonic() + self.timeout
+        try:
+            while len(ends) < len(probe) and time.monotonic() < deadline:
+                for m in consumer.consume(10_000, 0.2):
+                    tp = (m.topic(), m.partition())
+                    if tp not in probe:
+                        continue
+                    err = m.error()
+                    if err is None:
+                        seen[tp] = max(seen[tp], m.offset() + 1)
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        ends[tp] = max(m.offset(), seen[tp])
+        finally:
+            consumer.unassign()
+        for tp in probe:  # no end reported in time: what was seen is the best known end
+            ends.setdefault(tp, seen[tp])
+        return ends
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        self._admin = None
+
+
+def read_range(
+    bootstrap_servers: str,
+    rng: OffsetRange,
+    config: dict[str, Any] | None = None,
+    fail_on_data_loss: bool = True,
+    batch_size: int = 10_000,
+    stall_timeout: float = 60.0,
+) -> Iterator[list[Any]]:
+    """Messages of ``rng`` (confluent-kafka ``Message`` objects, offsets in ``[start, end)``),
+    in offset order, in lists of at most ``batch_size``."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    if rng.end <= rng.start:
+        return
+    where = f"Kafka topic {rng.topic!r} partition {rng.partition}"
+    consumer = Consumer(consumer_config(bootstrap_servers, config))
+    try:
+        consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        position = rng.start
+        last_progress = time.monotonic()
+        while position < rng.end:
+            out = []
+            for m in consumer.consume(batch_size, 0.5):
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if m.offset() < rng.end:  # the partition went back since planning
+                            report_data_loss(
+                                where,
+                                f"it now ends at offset {m.offset()}, before the "
+                                f"planned end {rng.end}",
+                                fail_on_data_loss,
+                            )
+                        position = rng.end  # (past control or aborted records at the end)
+                        break
+                    if err.code() in (
+                        KafkaError._AUTO_OFFSET_RESET,
+                        KafkaError.OFFSET_OUT_OF_RANGE,
+                    ):
+                        report_data_loss(
+                            where,
+                            f"offset {position} is out of range (records deleted "
+                            "before they were read)",
+                            fail_on_data_loss,
+                        )
+                        consumer.assign([TopicPartition(rng.topic, rng.partition, EARLIEST)])
+                        continue
+                    if err.fatal() or not err.retriable():
+                        raise TopicError(f"{where}: reading at offset {position} failed: {err}")
+                    continue
+                offset = m.offset()
+                if offset >= rng.end:
+                    position = rng.end
+                    break
+                out.append(m)
+                position = offset + 1
+            if out:
+                last_progress = time.monotonic()
+                yield out
+            elif time.monotonic() - last_progress > stall_timeout:
+                raise TopicError(
+                    f"{where}: no record at or after offset {position} within {stall_timeout} s "
+                    f"although offsets up to {rng.end - 1} were planned (was the partition "
+                    "truncated or the topic deleted?)"
+                )
+    finally:
+        consumer.close()
+
+
+def report_data_loss(where: str, problem: str, fail_on_data_loss: bool) -> None:
+    """Raise :class:`TopicError` for lost records, or log them when they may be skipped."""
+    if fail_on_data_loss:
+        raise TopicError(
+            f"{where}: {problem}; records may have been lost. Set "
+            "fail_on_data_loss=False to skip them and go on"
+        )
+    log.warning("%s: %s; skipping (fail_on_data_loss=False)", where, problem)
+
+
+def read_to_end(
+    bootstrap_servers: str,
+    topic: str,
+    config: dict[str, Any] | None = None,
+    start: dict[int, int] | None = None,
+) -> Iterator[Any]:
+    """Every message of ``topic`` from ``start`` (partition -> offset; default earliest) to the
+    current end, partition by partition (for tools, tests and recovery)."""
+    lookup = OffsetLookup(bootstrap_servers, config)
+    try:
+        tps = lookup.topic_partitions([topic])
+        low = lookup.earliest(tps)
+        high = lookup.latest(tps, low)
+    finally:
+        lookup.close()
+    for tp in tps:
+        first = max(low[tp], (start or {}).get(tp[1], low[tp]))
+        for chunk in read_range(bootstrap_servers, OffsetRange(*tp, first, high[tp]), config):
+            yield from chunk

@@ -1,0 +1,52 @@
+"""Read-only source stores: a store restored from (and kept current by) another application's
+changelog topic (SEMANTICS.md §7, seed 004).
+
+The changelog topic is an ordinary source of the topology whose serdes decode changelog records
+into store entries (:class:`~kspark.state.changelog.ChangelogCodec`); its records go to a
+:class:`ChangelogRestorer`, which applies them to the store with ``store.restore`` (bypassing the
+store's read-only flag, and writing no changelog of its own). Every other processor connected
+to the store reads it; a write raises ``InvalidStateStoreError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.records import Record
+
+
+def restorer_name(store: str) -> str:
+    """Default name of the processor that applies a source store's changelog records."""
+    return f"{store}-changelog-restorer"
+
+
+def source_name(store: str) -> str:
+    """Default name of the source node that reads a source store's changelog topic."""
+    return f"{store}-changelog-source"
+
+
+class ChangelogRestorer(Processor):
+    """Applies decoded changelog records ``(store key, value or None)`` to one store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            meta = self.context.record_metadata()
+            where = (
+                f"topic {meta.topic!r} partition {meta.partition} offset {meta.offset}"
+                if meta is not None
+                else "no input record"
+            )
+            self.context.record_dropped(
+                "null-key",
+                f"store {self.store_name!r}: skipped changelog record without a key ({where})",
+            )
+            return
+        self.store.restore(((record.key, record.value, record.timestamp),))
