@@ -24,7 +24,7 @@ log = logging.getLogger("kspark.app")
 
 
 def _default_checkpoint(application_id: str) -> str:
-    return os.path.join(tempfile.gettempdir(), "kspark", application_id)
+    return os.path.join(tempfile.gettempdir(), "kspark-state", application_id)
 
 
 class StreamsApp:
