@@ -30,6 +30,7 @@ from kspark.errors import (
 from kspark.processor import Cancellable, Processor, ProcessorContext, PunctuationType
 from kspark.records import Change, KeyValue, Record, RecordMetadata, ValueAndTimestamp
 from kspark.state.builders import StoreBuilder, Stores
+from kspark.state.changelog import changelog_topic
 from kspark.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
 from kspark.topology import Topology, TopologyDescription
 from kspark.windows import (
@@ -98,5 +99,6 @@ __all__ = [
     "ValueAndTimestamp",
     "Window",
     "Windowed",
+    "changelog_topic",
     "serdes",
 ]

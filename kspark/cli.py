@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 import kspark
 
@@ -72,31 +71,75 @@ def describe(spec: Annotated[str, typer.Argument(help="MODULE:ATTR of a topology
 
 
 @app.command()
-def demo(
-    records: Annotated[int, typer.Option(help="Number of generated clicks.")] = 2_000,
+def broker(
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 9092,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
 ) -> None:
-    """Run the bundled example (the main job) on its embedded default and print its results."""
-    from kspark.examples.click_counter import STORE, generate_clicks, topology
-    from kspark.serdes import Json, Long, String
-    from kspark.testing import TopologyTestDriver
+    """Run a local Kafka-protocol broker (tansu, in memory) until Ctrl-C."""
+    import time
 
-    with TopologyTestDriver(topology()) as driver:
-        clicks = driver.create_input_topic("clicks", String(), Json())
-        report = driver.create_output_topic("click-counts-report", String(), Long())
-        for user, click, ts in generate_clicks(records):
-            clicks.pipe_input(user, click, ts)
-        reports = report.read_records_to_list()
-        store = driver.get_key_value_store(STORE)
-        table = Table(title=f"Clicks per user after {records} clicks (store {STORE!r})")
-        table.add_column("user")
-        table.add_column("clicks", justify="right")
-        for user, count in store.all():
-            table.add_row(user, str(count))
-        console.print(table)
-        console.print(
-            f"{len(reports)} report records forwarded by the punctuator; "
-            f"metrics: {driver.metrics()}"
-        )
+    from kspark.kafka.broker import BrokerError, EmbeddedBroker
+
+    server = EmbeddedBroker(port=port or None, host=host)
+    try:
+        server.start()
+    except BrokerError as exc:
+        console.print(f"[red]cannot start the broker:[/red] {exc}", markup=True)
+        raise typer.Exit(1) from exc
+    console.print(
+        f"Kafka-protocol broker (tansu, in memory) on bootstrap servers "
+        f"{server.bootstrap_servers}; log: {server.log_path}. Ctrl-C stops it.",
+        highlight=False,
+    )
+    try:
+        while server.running:
+            time.sleep(0.2)
+        console.print(f"[red]the broker exited[/red]; log: {server.log_path}")
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        console.print("stopping the broker")
+    finally:
+        server.stop()
+
+
+@app.command()
+def demo(
+    records: Annotated[int, typer.Option(help="Number of generated clicks.")] = 100_000,
+    partitions: Annotated[int, typer.Option(help="Partitions of the input topic.")] = 4,
+    out: Annotated[str, typer.Option(help="Where to write the PNG plot.")] = "kspark-demo.png",
+    master: Annotated[str, typer.Option(help="Spark master.")] = "local[2]",
+    log: Annotated[
+        str | None, typer.Option(help="File for Spark's and the broker's log output.")
+    ] = None,
+) -> None:
+    """Run the main job end to end: embedded broker, generated clickstream, the sessions app
+    on local Spark from topic to topic, live progress, a summary table and a PNG plot."""
+    import os
+    import tempfile
+
+    from kspark.demo import run_demo
+
+    log_path = log or os.path.join(tempfile.gettempdir(), "kspark-demo.log")
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as log_file:  # Spark and its Python workers log to fd 2
+            os.dup2(log_file.fileno(), 2)
+            try:
+                run_demo(records=records, partitions=partitions, out=out, master=master,
+                         console=console)
+            finally:
+                os.dup2(saved, 2)
+    except KeyboardInterrupt:
+        console.print("interrupted; everything it started is stopped")
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        console.print(f"[red]the demo failed:[/red] {type(exc).__name__}: {exc}", markup=True,
+                      highlight=False)
+        console.print(f"log: {log_path}", highlight=False)
+        raise typer.Exit(1) from exc
+    finally:
+        os.close(saved)
+    console.print(f"log of Spark and the broker: {log_path}", highlight=False)
 
 
 from kspark.cli_store import store_app  # noqa: E402

@@ -103,7 +103,9 @@ def _window(start: int, size: int) -> Any:
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    """``2026-02-03 00:00:00`` (with ``.123`` when the milliseconds are not 0), UTC."""
+    text = datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return text if ms % 1000 == 0 else f"{text}.{ms % 1000:03d}"
 
 
 def _plain(value: Any) -> Any:
@@ -196,6 +198,10 @@ def query(
     lo, hi = parse_time(time_from, "--from"), parse_time(time_to, "--to")
     if lo is not None and hi is not None and lo > hi:
         raise typer.BadParameter(f"--from ({lo}) is after --to ({hi})")
+    if info["stores"][store]["kind"] == "key_value" and (lo is not None or hi is not None):
+        raise typer.BadParameter(
+            f"--from/--to apply to window and session stores only; {store!r} is a key-value store"
+        )
     parsed_key = parse_key(key, key_format)
     sys.path.insert(0, ".")  # values of user-defined types unpickle from the caller's modules
     from kspark.spark.session import local_spark
@@ -224,5 +230,5 @@ def _info(app_dir: str, load: Any) -> dict[str, Any]:
 
 
 def _fail(message: str) -> None:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False)
+    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)

@@ -26,5 +26,6 @@ def app_dir():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the Spark tests last, so the fast layers fail fast."""
-    items.sort(key=lambda item: os.sep + "spark" + os.sep in str(item.fspath))
+    """Run the Spark and Kafka tests last, so the fast layers fail fast."""
+    slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka"))
+    items.sort(key=lambda item: any(d in str(item.fspath) for d in slow))

@@ -180,6 +180,11 @@ class KafkaTopic:
             )
         self._sink.write(self._run_id(), batch_id, records)
 
+    def close(self) -> None:
+        """Release the sink's producer (``StreamsApp.stop`` calls it)."""
+        if self._sink is not None:
+            self._sink.close()
+
     def _run_id(self, timeout: float = 60.0) -> str:
         """The id of the app's query: it persists in the checkpoint, so a restarted query
         continues the same run (the first batch may come before ``start()`` has returned)."""

@@ -12,6 +12,7 @@ CHANGELOG = "changelog"
 REPARTITION = "repartition"
 SOURCE = "source"
 MARKER = "sink-marker"
+DEAD_LETTER = "dead-letter"
 
 _TIMEOUT = 15.0
 
@@ -150,10 +151,10 @@ def _verify(
 
 def topology_topics(app: Any) -> list[TopicSpec]:
     """Every topic a :class:`~kspark.spark.StreamsApp` writes, as Kafka Streams would create
-    them: output topics (the partition count of their location, else of the input),
-    repartition topics (``cleanup.policy=delete``) and the changelogs of logged stores
-    (``cleanup.policy=compact``, one partition per task)."""
-    from kspark.state.changelog import changelog_topic
+    them: output topics and the dead-letter topic (the partition count of their location, else
+    of the input), repartition topics (``cleanup.policy=delete``) and the changelogs of logged
+    stores (compacted, one partition per task)."""
+    from kspark.state.changelog import changelog_topic, changelog_topic_config
 
     topology = app.topology
     upstream = max(
@@ -165,6 +166,13 @@ def topology_topics(app: Any) -> list[TopicSpec]:
         TopicSpec(t, _partitions(app.topics.get(t), upstream), role=OUTPUT)
         for t in topology.external_sink_topics()
     ]
+    dead_letters = getattr(getattr(app, "config", None), "dead_letter_topic", None)
+    if dead_letters:
+        specs.append(
+            TopicSpec(
+                dead_letters, _partitions(app.topics.get(dead_letters), upstream), role=DEAD_LETTER
+            )
+        )
     specs += [
         TopicSpec(t, n, {"cleanup.policy": "delete"}, REPARTITION) for t, n in internal.items()
     ]
@@ -172,7 +180,7 @@ def topology_topics(app: Any) -> list[TopicSpec]:
         TopicSpec(
             changelog_topic(app.application_id, name),
             tasks,
-            {"cleanup.policy": "compact"},
+            changelog_topic_config(builder),  # compact (+ delete after retention if windowed)
             CHANGELOG,
         )
         for name, builder in topology.store_builders.items()

@@ -171,8 +171,9 @@ class EmbeddedBroker:
         with open(self.log_path, "rb") as f:
             return b"".join(f.readlines()[-lines:]).decode("utf-8", "replace")
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the broker (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds (it waits for its
+        clients to disconnect, and keeps nothing worth a longer wait)."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
@@ -180,7 +181,7 @@ class EmbeddedBroker:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait(timeout)
+                proc.wait()
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -50,6 +50,8 @@ def consumer_config(bootstrap_servers: str, extra: dict[str, Any] | None = None)
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
             "isolation.level": "read_committed",
+            # ranges are bounded: answer at the end of a partition at once, not after 500 ms
+            "fetch.wait.max.ms": 10,
             **(extra or {}),
         },
     )
@@ -107,6 +109,8 @@ class OffsetLookup:
         self.timeout = timeout
         self._admin: Any = None
         self._consumer: Any = None
+        #: per partition: the broker's last ListOffsets answer and the end it was confirmed as
+        self._confirmed: dict[TP, tuple[int, int]] = {}
 
     @property
     def admin(self) -> Any:
@@ -134,7 +138,7 @@ class OffsetLookup:
             counts = {t: int(n or 0) for t, n in found.items()}
         return [(t, p) for t in sorted(counts) for p in range(counts[t])]
 
-    def _list_offsets(self, tps: list[TP], spec: Any) -> dict[TP, int]:
+    def list_offsets(self, tps: list[TP], spec: Any) -> dict[TP, int]:
         from confluent_kafka import IsolationLevel, TopicPartition
 
         if not tps:
@@ -158,17 +162,23 @@ class OffsetLookup:
     def earliest(self, tps: list[TP]) -> dict[TP, int]:
         from confluent_kafka.admin import OffsetSpec
 
-        return self._list_offsets(tps, OffsetSpec.earliest())
+        return self.list_offsets(tps, OffsetSpec.earliest())
 
     def latest(self, tps: list[TP], earliest: dict[TP, int] | None = None) -> dict[TP, int]:
         """The end offset (next offset to be written, for read-committed readers) of each
-        partition, confirmed by a fetch from just before the broker's answer."""
+        partition, confirmed by a fetch from just before the broker's answer. The fetch is
+        skipped for a partition whose answer did not change since the last call."""
         from confluent_kafka.admin import OffsetSpec
 
-        listed = self._list_offsets(tps, OffsetSpec.latest())
+        listed = self.list_offsets(tps, OffsetSpec.latest())
         low = earliest if earliest is not None else self.earliest(tps)
-        probe = {tp: max(listed[tp] - 1, low.get(tp, 0)) for tp in tps if listed[tp] > low[tp]}
-        return {**listed, **self._fetch_ends(probe)}
+        ends = {tp: self._confirmed[tp][1] for tp in tps
+                if self._confirmed.get(tp, (None,))[0] == listed[tp]}
+        probe = {tp: max(listed[tp] - 1, low[tp]) for tp in tps
+                 if tp not in ends and listed[tp] > low[tp]}
+        ends = {**listed, **ends, **self._fetch_ends(probe)}
+        self._confirmed.update({tp: (listed[tp], ends[tp]) for tp in tps})
+        return ends
 
     def _fetch_ends(self, probe: dict[TP, int]) -> dict[TP, int]:
         """Read from each ``tp``'s given offset to the end: the end offset the fetch reports."""
@@ -185,7 +195,7 @@ class OffsetLookup:
         deadline = time.monotonic() + self.timeout
         try:
             while len(ends) < len(probe) and time.monotonic() < deadline:
-                for m in consumer.consume(10_000, 0.2):
+                for m in _poll(consumer, 10_000, 0.2):
                     tp = (m.topic(), m.partition())
                     if tp not in probe:
                         continue
@@ -229,7 +239,7 @@ def read_range(
         last_progress = time.monotonic()
         while position < rng.end:
             out = []
-            for m in consumer.consume(batch_size, 0.5):
+            for m in _poll(consumer, batch_size, 0.5):
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
@@ -274,6 +284,13 @@ def read_range(
                 )
     finally:
         consumer.close()
+
+
+def _poll(consumer: Any, n: int, timeout: float) -> list[Any]:
+    """Up to ``n`` messages or events: waits up to ``timeout`` for the first only (``consume``
+    alone would wait the whole timeout unless ``n`` are ready)."""
+    first = consumer.poll(timeout)
+    return [] if first is None else [first, *consumer.consume(n - 1, 0)]
 
 
 def report_data_loss(where: str, problem: str, fail_on_data_loss: bool) -> None:

@@ -123,9 +123,10 @@ class BatchSink:
                 "sink %r: batch %d of run %s was written before; skipped", self.topic, batch_id, run
             )
             return 0
-        if marker["run"] != run:  # a new run: mark where it starts
+        if marker["run"] != run:  # a new run: mark where it starts (nothing to recover)
             marker = {"run": run, "batch": -1, "ends": self._end_offsets()}
             self._write_marker(marker)
+            self._recovered = True
         tag = f"{run}/{batch_id}/{self.name}".encode()
         if not self._recovered:
             self._recovered = True
@@ -213,6 +214,9 @@ class BatchSink:
         return last
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(self.flush_timeout)
-            self._producer = None
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(self.flush_timeout)
+            close = getattr(producer, "close", None)  # confluent-kafka >= 2.12
+            if close is not None:
+                close()

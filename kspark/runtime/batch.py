@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
 from kspark.runtime.metrics import Metrics
-from kspark.runtime.task import OutputRecord, SourceRecord, Task
+from kspark.runtime.task import FastPathAborted, OutputRecord, SourceBatch, SourceRecord, Task
 from kspark.topology.topology import SubTopology, Topology
 
 
@@ -63,6 +63,8 @@ class BatchResult:
     changelog: dict[str, list[tuple[Any, Any, int]]]
     metrics: Metrics
     first_output_seq: int
+    #: records handled by a processor's vectorised batch path (the rest: record by record)
+    fast_records: int = 0
 
 
 def wall_clock_now() -> int:
@@ -73,29 +75,52 @@ def run_task_batch(
     topology: Topology,
     sub: SubTopology,
     partition: int,
-    records: Iterable[SourceRecord],
+    records: Iterable[SourceRecord] | SourceBatch,
     state: TaskStateBackend,
     config: StreamsConfig,
     wall_clock: Callable[[], int] = wall_clock_now,
+    *,
+    fast_path: bool = True,
+    changelog_stores: Collection[str] | None = None,
 ) -> BatchResult:
-    """Run one batch of ``records`` (already in processing order) through one task."""
-    metrics = Metrics()
-    task = Task(
-        topology,
-        sub,
-        partition,
-        config=config,
-        metrics=metrics,
-        wall_clock=wall_clock,
-        loader=state,
-    )
+    """Run one batch of ``records`` (already in processing order) through one task.
+
+    A :class:`SourceBatch` may be handled by a processor's vectorised path (``fast_path``),
+    which gives exactly the record-by-record results; if that path fails, the batch is rerun
+    record by record from the durable state. ``changelog_stores`` limits the changelog entries
+    kept to those stores (``None``: all)."""
     saved = state.get_meta()
     previous = pickle.loads(saved) if saved is not None else {}
-    task.restore_state(previous)
-    task.init()
-    for rec in records:
-        task.process(rec)
-        task.punctuate_stream_time()
+
+    def new_task(metrics: Metrics) -> Task:
+        task = Task(
+            topology,
+            sub,
+            partition,
+            config=config,
+            metrics=metrics,
+            wall_clock=wall_clock,
+            loader=state,
+            changelog_stores=changelog_stores,
+        )
+        task.restore_state(previous)
+        task.init()
+        return task
+
+    metrics = Metrics()
+    task = new_task(metrics)
+    fast = 0
+    if isinstance(records, SourceBatch):
+        try:
+            fast = task.process_batch(records, fast=fast_path)
+        except FastPathAborted:
+            metrics = Metrics()
+            task = new_task(metrics)
+            fast = task.process_batch(records, fast=False)
+    else:
+        for rec in records:
+            task.process(rec)
+            task.punctuate_stream_time()
     task.punctuate_wall_clock()
     task.maybe_close_idle()
     task.commit()
@@ -110,4 +135,4 @@ def run_task_batch(
     new_state = task.checkpoint_state()
     new_state["output_seq"] = seq + len(output)
     state.set_meta(pickle.dumps(new_state, protocol=5))
-    return BatchResult(output, task.drain_changelog(), metrics, seq)
+    return BatchResult(output, task.drain_changelog(), metrics, seq, fast)

@@ -7,10 +7,13 @@ buckets come from (a :class:`~kspark.state.base.BucketLoader`) and in who drives
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from kspark import serdes as _serdes
 from kspark.config import LOG_AND_CONTINUE, StreamsConfig
 from kspark.errors import InvalidStateStoreError, SerializationError, StreamsError
 from kspark.processor.api import ProcessorContext
@@ -52,6 +55,213 @@ class OutputRecord:
     headers: Headers = ()
 
 
+class SourceBatch:
+    """Serialized input records of one task in processing order, as columns.
+
+    ``topic`` names the topic of every record when they share one; otherwise ``topics`` holds
+    each record's topic. The Spark stage builds one per task and micro-batch without creating a
+    Python object per record; :meth:`records` yields :class:`SourceRecord` objects for the
+    record-by-record path.
+    """
+
+    __slots__ = ("keys", "offsets", "partitions", "timestamps", "topic", "topics", "values")
+
+    def __init__(
+        self,
+        timestamps: np.ndarray,
+        partitions: np.ndarray,
+        offsets: np.ndarray,
+        keys: np.ndarray,
+        values: np.ndarray,
+        topic: str | None,
+        topics: list[str] | None = None,
+    ) -> None:
+        self.timestamps = np.asarray(timestamps, dtype=np.int64)
+        self.partitions = np.asarray(partitions, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.keys = keys
+        self.values = values
+        self.topic = topic
+        self.topics = topics
+
+    @classmethod
+    def from_records(cls, records: Iterable[SourceRecord]) -> SourceBatch:
+        """Columns of ``records`` (headers are not kept: use the records themselves then)."""
+        recs = list(records)
+        topics = [r.topic for r in recs]
+        single = topics[0] if topics and all(t == topics[0] for t in topics) else None
+        keys = np.empty(len(recs), dtype=object)
+        keys[:] = [r.key for r in recs]
+        values = np.empty(len(recs), dtype=object)
+        values[:] = [r.value for r in recs]
+        return cls(
+            np.array([r.timestamp for r in recs], dtype=np.int64),
+            np.array([r.partition for r in recs], dtype=np.int64),
+            np.array([r.offset for r in recs], dtype=np.int64),
+            keys,
+            values,
+            single if single is not None or not recs else None,
+            None if single is not None or not recs else topics,
+        )
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def topic_at(self, i: int) -> str:
+        return self.topic if self.topic is not None else self.topics[i]  # type: ignore[index]
+
+    def metadata(self, i: int) -> RecordMetadata:
+        return RecordMetadata(self.topic_at(i), int(self.partitions[i]), int(self.offsets[i]))
+
+    def record(self, i: int) -> SourceRecord:
+        return SourceRecord(
+            self.topic_at(i),
+            int(self.partitions[i]),
+            int(self.offsets[i]),
+            int(self.timestamps[i]),
+            self.keys[i],
+            self.values[i],
+        )
+
+    def records(self) -> Iterator[SourceRecord]:
+        topics = [self.topic] * len(self) if self.topic is not None else self.topics
+        yield from map(
+            SourceRecord,
+            topics,
+            self.partitions.tolist(),
+            self.offsets.tolist(),
+            self.timestamps.tolist(),
+            self.keys,
+            self.values,
+        )
+
+
+class FastPathAborted(Exception):
+    """A vectorised batch path failed after changing state: rerun the batch record by record
+    from the durable state (which reproduces the exact error, if it is one)."""
+
+
+#: serdes whose ``deserialize`` is a pure function of the bytes: decoded once per distinct value
+_PURE_SERDES = (_serdes.String, _serdes.Long, _serdes.Double, _serdes.Bytes, _serdes.Json)
+_IMMUTABLE = (str, int, float, bool, bytes, type(None))
+
+
+class DecodedColumn:
+    """A deserialized key or value column: ``codes`` index ``uniques`` (-1: ``None``)."""
+
+    __slots__ = ("codes", "immutable", "raw", "serde", "uniques")
+
+    def __init__(
+        self, codes: np.ndarray, uniques: list[Any], raw: Any, serde: Any, immutable: bool
+    ) -> None:
+        self.codes = codes
+        self.uniques = uniques
+        self.raw = raw
+        self.serde = serde
+        self.immutable = immutable
+
+    def value(self, i: int) -> Any:
+        """The deserialized value of record ``i`` (a fresh object unless immutable)."""
+        code = self.codes[i]
+        if code < 0:
+            return None
+        if self.immutable:
+            return self.uniques[code]
+        return self.serde.deserialize(self.raw[i])
+
+
+def decode_column(raw: Any, serde: Any, *, dedupe: bool) -> DecodedColumn | None:
+    """Deserialize a column once per distinct byte string (pure built-in serdes only). With
+    ``dedupe``, byte strings that decode to equal values must be distinct values (else
+    ``None``). ``None`` also when a value does not decode (the record path reports it)."""
+    import pandas as pd
+
+    if type(serde) not in _PURE_SERDES:
+        return None
+    codes, uniq = pd.factorize(np.asarray(raw, dtype=object), use_na_sentinel=True)
+    try:
+        decoded = [serde.deserialize(u) for u in uniq]
+    except SerializationError:
+        return None
+    codes = codes.astype(np.int64, copy=False)
+    nulls = [i for i, d in enumerate(decoded) if d is None]
+    if nulls:
+        codes = np.where(np.isin(codes, nulls), -1, codes)
+    immutable = all(type(d) in _IMMUTABLE for d in decoded)
+    if dedupe:
+        try:
+            distinct = {d for d in decoded if d is not None}
+        except TypeError:
+            return None
+        if len(distinct) != len(decoded) - len(nulls):
+            return None
+    return DecodedColumn(codes, decoded, raw, serde, immutable)
+
+
+class BatchView:
+    """What a processor's vectorised ``process_batch`` sees of one task's batch: decoded keys
+    and values, timestamps, and hooks to run single records the exact way and to forward
+    results in the context of a given record."""
+
+    def __init__(
+        self,
+        task: Task,
+        node: str,
+        batch: SourceBatch,
+        keys: DecodedColumn,
+        values: DecodedColumn,
+    ) -> None:
+        self.task = task
+        self.node = node
+        self.batch = batch
+        self.keys = keys
+        self.values = values
+        self.timestamps = batch.timestamps
+        #: the task's stream time after each record
+        self.stream_times = np.maximum.accumulate(
+            np.maximum(batch.timestamps, task.stream_time)
+        )
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    def captures_changelog(self, store: str) -> bool:
+        return self.task.captures_changelog(store)
+
+    def stores_of_other_nodes(self, store: str) -> bool:
+        """Whether any other processor of the sub-topology is connected to ``store``."""
+        topo = self.task.topology
+        for name in self.task.sub_topology.nodes:
+            node = topo.nodes[name]
+            if name != self.node and isinstance(node, ProcessorNode) and store in node.stores:
+                return True
+        return False
+
+    def _enter(self, i: int) -> RecordMetadata:
+        self.task.stream_time = int(self.stream_times[i])
+        return self.batch.metadata(i)
+
+    def process_exact(self, i: int, process: Callable[[Record], None]) -> None:
+        """Run record ``i`` through ``process`` as the record-by-record path would deliver it."""
+        rec = Record(self.keys.value(i), self.values.value(i), int(self.timestamps[i]))
+        self.task._run_in(self.node, rec.timestamp, self._enter(i), lambda: process(rec))
+
+    def run_at(self, i: int, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` in the processor's context while record ``i`` is being processed."""
+        return self.task._run_in(self.node, int(self.timestamps[i]), self._enter(i), fn)
+
+    def forward_at(self, i: int, records: list[Record]) -> None:
+        """Forward ``records`` from the processor while record ``i`` is being processed."""
+        forward = self.task.forward
+        node = self.node
+
+        def emit() -> None:
+            for rec in records:
+                forward(node, rec)
+
+        self.task._run_in(node, int(self.timestamps[i]), self._enter(i), emit)
+
+
 def _describe_key(key: Any) -> str:
     text = repr(key)
     return text if len(text) <= 100 else text[:97] + "..."
@@ -70,6 +280,7 @@ class Task:
         metrics: Metrics,
         wall_clock: Callable[[], int],
         loader: BucketLoader | None = None,
+        changelog_stores: Collection[str] | None = None,
     ) -> None:
         self.topology = topology
         self.sub_topology = sub_topology
@@ -88,6 +299,8 @@ class Task:
         self.output: list[OutputRecord] = []
         #: changelog entries since the last drain: store -> [(key, value, timestamp)]
         self.changelog: dict[str, list[tuple[Any, Any, int]]] = {}
+        #: the stores whose changelog entries are kept (``None``: all)
+        self.changelog_stores = None if changelog_stores is None else frozenset(changelog_stores)
         self._restored_dues: dict[str, tuple[str, int, int]] = {}
         self._processor_state: dict[str, dict[str, Any]] = {}
         self._stream_queue = PunctuationQueue()
@@ -214,6 +427,60 @@ class Task:
                 f"{rec.partition} offset {rec.offset} key {_describe_key(key)} "
                 f"timestamp {rec.timestamp}",
             ) from exc
+
+    def process_batch(self, batch: SourceBatch, fast: bool = True) -> int:
+        """Process ``batch`` (in order), with stream-time punctuation after each record.
+
+        With ``fast``, a processor that reads the source directly may handle the whole batch at
+        once (``process_batch(view)``), producing exactly what the record-by-record path would;
+        returns the number of records it handled that way (0: record by record). Raises
+        :class:`FastPathAborted` if that path failed after changing state."""
+        if fast and len(batch):
+            handled = self._process_batch_fast(batch)
+            if handled is not None:
+                return handled
+        for rec in batch.records():
+            self.process(rec)
+            self.punctuate_stream_time()
+        return 0
+
+    def _process_batch_fast(self, batch: SourceBatch) -> int | None:
+        if batch.topic is None or self._stream_queue.schedules():
+            return None
+        node = self.source_node(batch.topic)
+        children = self._children[node.name]
+        if len(children) != 1:
+            return None
+        processor = self.processors.get(children[0])
+        fast = getattr(processor, "process_batch", None)
+        if fast is None or int(batch.timestamps.min()) < 0:
+            return None
+        keys = decode_column(batch.keys, node.key_serde or self.config.default_key_serde,
+                             dedupe=True)
+        if keys is None:
+            return None
+        values = decode_column(
+            batch.values, node.value_serde or self.config.default_value_serde, dedupe=False
+        )
+        if values is None:
+            return None
+        view = BatchView(self, children[0], batch, keys, values)
+        initial_stream_time = self.stream_time
+        final_stream_time = int(view.stream_times[-1])
+        try:
+            handled = fast(view)
+        except Exception as exc:
+            raise FastPathAborted(f"task {self.task_id}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            self._metadata = None
+        if handled is None:
+            self.stream_time = initial_stream_time
+            return None
+        self.stream_time = final_stream_time
+        if self.config.close_on_idle_ms is not None:
+            self.last_input_wall_ms = self.wall_clock_ms()
+        self.metrics.counters["process-total"] += len(batch)
+        return handled
 
     def _deserialization_failed(
         self, rec: SourceRecord, node: SourceNode, exc: SerializationError
@@ -422,7 +689,13 @@ class Task:
         self.metrics.dropped(reason)
         log.warning("task %s: dropped record (%s): %s", self.task_id, reason, detail)
 
+    def captures_changelog(self, store: str) -> bool:
+        """Whether changelog entries of ``store`` are kept (and so must be exact)."""
+        return self.changelog_stores is None or store in self.changelog_stores
+
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
+        if self.changelog_stores is not None and store not in self.changelog_stores:
+            return
         entries = self.changelog.get(store)
         if entries is None:
             entries = self.changelog[store] = []

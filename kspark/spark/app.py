@@ -129,7 +129,9 @@ class StreamsApp:
             topic = changelog_topic(self.application_id, name)
             if builder.logging and name not in self.topology.source_stores:
                 path = os.path.join(self.config.changelog_dir, topic)
-                self.topics.setdefault(topic, FileTopic(path, format="kspark", partitions=tasks))
+                if topic not in self.topics:
+                    os.makedirs(path, exist_ok=True)  # readers may start before the first write
+                    self.topics[topic] = FileTopic(path, format="kspark", partitions=tasks)
 
     def _needs_ticks(self) -> bool:
         """Whether any processor schedules wall-clock punctuation (found by initialising the
@@ -308,6 +310,10 @@ class StreamsApp:
         if self._query is not None:
             self._query.stop()
             self._query = None
+        for spec in self.topics.values():
+            close = getattr(spec, "close", None)
+            if close is not None:  # e.g. a Kafka sink's producer
+                close()
 
     def _require_query(self) -> Any:
         if self._query is None:

@@ -20,6 +20,7 @@ Offsets (kept in Spark's checkpoint) are ``{"topic": {"partition": next offset}}
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,6 +50,7 @@ from kspark.kafka.reader import (
 )
 
 SKIPPED = "@skipped"
+IDLE_POLL_S = 0.1
 
 KAFKA_SCHEMA = StructType(
     [
@@ -138,8 +140,8 @@ class KafkaStreamReader(DataSourceStreamReader):
             if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"
         }
         self._lookup: OffsetLookup | None = None
-        self._listed: dict[TP, tuple[int, int]] = {}
         self._reported: dict[str, Any] | None = None
+        self._idle_since: float | None = None
 
     # -- driver side: planning ---------------------------------------------------------------
     @property
@@ -155,24 +157,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         """Partitions now subscribed, with their earliest and end offsets."""
         tps = self.lookup.topic_partitions(self.topics or None, self.pattern)
         low = self.lookup.earliest(tps)
-        high = self._latest(tps, low)
-        return tps, low, high
-
-    def _latest(self, tps: list[TP], low: dict[TP, int]) -> dict[TP, int]:
-        """End offsets; the confirming fetch is skipped for partitions whose ListOffsets answer
-        did not change since the last call (idle triggers stay cheap)."""
-        from confluent_kafka.admin import OffsetSpec
-
-        listed = self.lookup._list_offsets(tps, OffsetSpec.latest())
-        known = {
-            tp: self._listed[tp][1]
-            for tp in tps
-            if tp in self._listed and self._listed[tp][0] == listed[tp]
-        }
-        fresh = [tp for tp in tps if tp not in known]
-        ends = {**known, **self.lookup.latest(fresh, low)} if fresh else known
-        self._listed = {tp: (listed[tp], ends[tp]) for tp in tps}
-        return ends
+        return tps, low, self.lookup.latest(tps, low)
 
     def initialOffset(self) -> dict:
         tps, low, high = self._bounds()
@@ -203,6 +188,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        # Spark asks again every few ms while no data comes: ask the broker at most every
+        # IDLE_POLL_S then (at most that much more latency for the first new record)
+        if self._idle_since is not None:
+            time.sleep(max(0.0, self._idle_since + IDLE_POLL_S - time.monotonic()))
         tps, low, high = self._bounds()
         begun = decode_offsets(start)
         skipped = int(start.get(SKIPPED, 0))
@@ -225,7 +214,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         else:
             ends = {tp: end for tp, (_, end) in ranges.items()}
         self._reported = encode_offsets(high, skipped)
-        return encode_offsets(ends, skipped)
+        end = encode_offsets(ends, skipped)
+        self._idle_since = time.monotonic() if end == start else None
+        return end
 
     def reportLatestOffset(self) -> dict | None:
         return self._reported

@@ -63,10 +63,25 @@ def app_info(app: Any) -> dict[str, Any]:
     }
 
 
-def write_app_info(app: Any) -> str:
-    """Write :func:`app_info` to ``<checkpoint_dir>/app.json``; return its path."""
-    os.makedirs(app.checkpoint_dir, exist_ok=True)
-    path = os.path.join(app.checkpoint_dir, APP_INFO)
+def _local(path: str) -> str | None:
+    """``path`` as a local file system path, or ``None`` if it is a URI of another file system
+    (``hdfs://``, ``s3a://``, ...)."""
+    from urllib.parse import urlparse
+
+    if "://" not in path and not path.startswith("file:"):
+        return path
+    parsed = urlparse(path)
+    return parsed.path if parsed.scheme == "file" else None
+
+
+def write_app_info(app: Any) -> str | None:
+    """Write :func:`app_info` to ``<checkpoint_dir>/app.json``; return its path (``None`` for a
+    checkpoint directory on another file system than the local one, which is skipped)."""
+    local = _local(app.checkpoint_dir)
+    if local is None:
+        return None
+    os.makedirs(local, exist_ok=True)
+    path = os.path.join(local, APP_INFO)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(app_info(app), f, indent=2, sort_keys=True)
@@ -97,12 +112,21 @@ def unknown_store(name: Any, info: dict[str, Any]) -> InvalidStateStoreError:
 
 
 # -- reading state ---------------------------------------------------------------------------
-def latest_committed_batch(query_dir: str) -> int | None:
-    """The id of the last batch committed to the query's checkpoint (``None``: none yet)."""
-    commits = os.path.join(query_dir, "commits")
-    if not os.path.isdir(commits):
-        return None
-    ids = [int(n) for n in os.listdir(commits) if n.isdigit()]
+def latest_committed_batch(query_dir: str, spark: Any = None) -> int | None:
+    """The id of the last batch committed to the query's checkpoint (``None``: none yet). A
+    checkpoint on another file system is listed through Spark's Hadoop file system."""
+    local = _local(query_dir)
+    if local is not None:
+        commits = os.path.join(local, "commits")
+        names = os.listdir(commits) if os.path.isdir(commits) else []
+    else:
+        if spark is None:
+            raise StreamsError(f"listing {query_dir!r} needs a Spark session")
+        jvm = spark.sparkContext._jvm
+        path = jvm.org.apache.hadoop.fs.Path(query_dir.rstrip("/") + "/commits")
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        names = [st.getPath().getName() for st in fs.listStatus(path)] if fs.exists(path) else []
+    ids = [int(n) for n in names if n.isdigit()]
     return max(ids) if ids else None
 
 
@@ -113,7 +137,7 @@ class StateReader:
         self.spark = spark
         self.app_dir = app_dir
         self.info = info
-        self.query_dir = os.path.join(app_dir, info.get("query_dir", QUERY_DIR))
+        self.query_dir = app_dir.rstrip("/") + "/" + info.get("query_dir", QUERY_DIR)
 
     def _reader(self, operator: int, var: str, batch: int) -> Any:
         return (
@@ -163,7 +187,7 @@ class StateReader:
         if name not in self.info["stores"]:
             raise unknown_store(name, self.info)
         if batch is None:
-            batch = latest_committed_batch(self.query_dir)
+            batch = latest_committed_batch(self.query_dir, self.spark)
         if batch is None:
             return []
         spec = self.info["stores"][name]
@@ -223,7 +247,7 @@ class LatestStores:
 
     def __call__(self) -> list[StoreBase]:
         with self._lock:
-            batch = latest_committed_batch(self.reader.query_dir)
+            batch = latest_committed_batch(self.reader.query_dir, self.reader.spark)
             if batch is not None and batch != self._batch:
                 self._stores = self.reader.stores(self.name, batch)
                 self._batch = batch

@@ -12,11 +12,17 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from kspark.io.schema import INPUT_ARROW, INPUT_DDL, TICK_TOPIC
 
+#: Parquet files are read in parallel by row group; row groups larger than this in slices
+PARQUET_SLICE_ROWS = 1_000_000
+
 
 class _FilePartition(InputPartition):
-    def __init__(self, path: str, index: int) -> None:
+    def __init__(self, path: str, index: int, lo: int = 0, hi: int | None = None) -> None:
         self.path = path
         self.index = index
+        #: rows ``[lo, hi)`` of the file (``hi=None``: to the end)
+        self.lo = lo
+        self.hi = hi
 
 
 class FileSource(DataSource):
@@ -73,15 +79,44 @@ class FileStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         files = self._files()
-        return [
-            _FilePartition(os.path.join(self.path, files[i]), i)
-            for i in range(start["files"], end["files"])
-        ]
+        out: list[InputPartition] = []
+        for i in range(start["files"], end["files"]):
+            path = os.path.join(self.path, files[i])
+            groups = _parquet_row_groups(path) if self.format == "parquet" else None
+            if not groups or (len(groups) == 1 and groups[0] <= PARQUET_SLICE_ROWS):
+                out.append(_FilePartition(path, i))
+                continue
+            lo = 0
+            for rows in groups:
+                step = rows if rows <= 2 * PARQUET_SLICE_ROWS else PARQUET_SLICE_ROWS
+                out.extend(
+                    _FilePartition(path, i, at, min(at + step, lo + rows))
+                    for at in range(lo, lo + rows, step)
+                )
+                lo += rows
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
         from kspark.io.files import OFFSET_STRIDE, file_rows
+
+        lo, hi = getattr(partition, "lo", 0), getattr(partition, "hi", None)
+        if self.format == "parquet":
+            batch = _parquet_batch(
+                partition.path,
+                lo,
+                hi,
+                self.key_field,
+                self.value_field,
+                self.timestamp_field,
+                self.partitions_n,
+                self.topic,
+                partition.index * OFFSET_STRIDE,
+            )
+            if batch is not None:
+                yield batch
+                return
 
         keys, values, stamps, parts = file_rows(
             partition.path,
@@ -91,8 +126,10 @@ class FileStreamReader(DataSourceStreamReader):
             self.timestamp_field,
             self.partitions_n,
         )
+        if hi is not None or lo:
+            keys, values, stamps, parts = (c[lo:hi] for c in (keys, values, stamps, parts))
         n = len(keys)
-        base = partition.index * OFFSET_STRIDE
+        base = partition.index * OFFSET_STRIDE + lo
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array(keys, pa.binary()),
@@ -107,6 +144,127 @@ class FileStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         pass
+
+
+def _parquet_row_groups(path: str) -> list[int] | None:
+    """Rows of each row group of a Parquet file (``None``: unreadable here, read() reports)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+        return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    except Exception:
+        return None
+
+
+def _read_rows(path: str, lo: int, hi: int | None, columns: list[str]) -> Any:
+    """Rows ``[lo, hi)`` of ``columns`` of a Parquet file, reading only the row groups they
+    are in."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    meta = pf.metadata
+    first, at, groups = 0, 0, []
+    for g in range(meta.num_row_groups):
+        rows = meta.row_group(g).num_rows
+        if at + rows > lo and (hi is None or at < hi):
+            if not groups:
+                first = at
+            groups.append(g)
+        at += rows
+    table = pf.read_row_groups(groups, columns=columns)
+    return table.slice(lo - first, None if hi is None else hi - lo)
+
+
+def _encoded(column: Any, encode: Any) -> tuple[Any, list[Any]]:
+    """``(indices, encoded uniques)`` of an Arrow column: ``encode`` runs once per distinct
+    value (as ``to_pylist`` gives it); ``None`` values stay ``None``."""
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    uniques = [None if v is None else encode(v) for v in encoded.dictionary.to_pylist()]
+    return encoded.indices, uniques
+
+
+def _parquet_batch(
+    path: str,
+    lo: int,
+    hi: int | None,
+    key_field: str,
+    value_field: str | None,
+    timestamp_field: str,
+    partitions: int,
+    topic: str,
+    base: int,
+) -> Any | None:
+    """Rows ``[lo, hi)`` of a Parquet file as one input batch, decoding each distinct key and
+    value once; exactly what :func:`kspark.io.files.file_rows` gives. ``None`` when the file
+    needs the row-by-row reader (whole rows as values, non-integer or null timestamps, nested
+    columns, or an error to report with the row)."""
+    import json
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from kspark.hashing import kafka_partition
+    from kspark.io.schema import INPUT_ARROW
+
+    if value_field is None:
+        return None
+    schema = pq.read_schema(path)
+    if timestamp_field not in schema.names:
+        return None
+    columns = [c for c in dict.fromkeys((key_field, value_field, timestamp_field))
+               if c in schema.names]
+    try:
+        table = _read_rows(path, lo, hi, columns)
+        stamps_col = table.column(timestamp_field)
+        if not pa.types.is_integer(stamps_col.type) or stamps_col.null_count:
+            return None
+        n = table.num_rows
+        stamps = pa.array(stamps_col.to_numpy().astype(np.int64), pa.int64())
+        if key_field in table.column_names:
+            key_idx, key_bytes = _encoded(
+                table.column(key_field), lambda v: str(v).encode("utf-8")
+            )
+            keys = pc.take(pa.array(key_bytes, pa.binary()), key_idx)
+            if partitions == 1:
+                parts = np.zeros(n, dtype=np.int32)
+            else:
+                per_key = np.array(
+                    [0 if k is None else kafka_partition(k, partitions) for k in key_bytes]
+                    or [0],
+                    dtype=np.int32,
+                )
+                idx = key_idx.to_numpy(zero_copy_only=False)
+                parts = np.where(np.isnan(idx), 0, per_key[np.nan_to_num(idx).astype(np.int64)])
+                parts = parts.astype(np.int32)
+        else:
+            keys = pa.nulls(n, pa.binary())
+            parts = np.zeros(n, dtype=np.int32)
+        if value_field in table.column_names:
+            value_idx, value_bytes = _encoded(
+                table.column(value_field), lambda v: json.dumps(v, default=str).encode()
+            )
+            values = pc.take(pa.array(value_bytes, pa.binary()), value_idx)
+        else:
+            values = pa.nulls(n, pa.binary())
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return None
+    topics = pc.take(pa.array([topic], pa.string()), pa.array(np.zeros(n, dtype=np.int32)))
+    return pa.RecordBatch.from_arrays(
+        [
+            keys,
+            values,
+            topics,
+            pa.array(parts, pa.int32()),
+            pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
+            stamps,
+        ],
+        schema=INPUT_ARROW,
+    )
 
 
 class _TickPartition(InputPartition):

@@ -22,6 +22,7 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
@@ -29,7 +30,7 @@ from kspark.config import StreamsConfig
 from kspark.hashing import kafka_partition
 from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import run_task_batch
-from kspark.runtime.task import SourceRecord
+from kspark.runtime.task import SourceBatch
 from kspark.state.changelog import ChangelogCodec
 
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
@@ -107,10 +108,13 @@ class StageProcessor(StatefulProcessor):
         sub = topology.sub_topologies()[self.sub_topology_id]
         own = frame["topic"].isin(sub.source_topics) & (frame["kind"] == KIND_RECORD)
         ticks = frame["topic"] == TICK_TOPIC
-        passthrough = frame[~own]
-        if len(passthrough):
-            yield passthrough[OUTPUT_COLUMNS]
-        mine = frame[own]
+        if own.all():
+            mine = frame
+        else:
+            passthrough = frame[~own]
+            if len(passthrough):
+                yield passthrough[OUTPUT_COLUMNS]
+            mine = frame[own]
         if not len(mine) and not ticks.any():
             return
         out = self._run_task(topology, sub, partition, mine)
@@ -127,20 +131,24 @@ class StageProcessor(StatefulProcessor):
             _ordered(frame),
             SparkTaskState(self.meta, self.buckets),
             self.config,
+            changelog_stores=self.changelog_topics.keys(),
         )
-        rows: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
         task_id = f"{sub.id}_{partition}"
         base = partition * UPSTREAM_STRIDE + result.first_output_seq
-        for i, o in enumerate(result.output):
-            n = self.topic_partitions.get(o.topic, 1)
-            rows["kind"].append(KIND_RECORD)
-            rows["topic"].append(o.topic)
-            rows["key"].append(o.key)
-            rows["value"].append(o.value)
-            rows["timestamp"].append(o.timestamp)
-            rows["partition"].append(0 if o.key is None or n == 1 else kafka_partition(o.key, n))
-            rows["offset"].append(base + i)
-            rows["task"].append(task_id)
+        out = result.output
+        count = len(out)
+        keys = [o.key for o in out]
+        topics = [o.topic for o in out]
+        rows: dict[str, list[Any]] = {
+            "kind": [KIND_RECORD] * count,
+            "topic": topics,
+            "key": keys,
+            "value": [o.value for o in out],
+            "timestamp": [o.timestamp for o in out],
+            "partition": self._partitions_of(topics, keys),
+            "offset": list(range(base, base + count)),
+            "task": [task_id] * count,
+        }
         if self.changelog_topics:
             self._changelog_rows(topology, result.changelog, rows, task_id, partition)
         counters = {k: v for k, v in result.metrics.counters.items() if v}
@@ -158,6 +166,23 @@ class StageProcessor(StatefulProcessor):
             for column, value in zip(OUTPUT_COLUMNS, metrics_row):
                 rows[column].append(value)
         return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+    def _partitions_of(self, topics: list[str], keys: list[bytes | None]) -> list[int]:
+        """The partition of each output record (Kafka's default partitioner by key), hashing
+        each distinct key once."""
+        out = []
+        memo: dict[tuple[bytes, int], int] = {}
+        counts = self.topic_partitions
+        for topic, key in zip(topics, keys):
+            n = counts.get(topic, 1)
+            if key is None or n == 1:
+                out.append(0)
+                continue
+            part = memo.get((key, n))
+            if part is None:
+                part = memo[(key, n)] = kafka_partition(key, n)
+            out.append(part)
+        return out
 
     def _changelog_rows(
         self,
@@ -191,28 +216,52 @@ class StageProcessor(StatefulProcessor):
                     rows[column].append(item)
 
 
-def _ordered(frame: pd.DataFrame) -> Iterator[SourceRecord]:
+def _ordered(frame: pd.DataFrame) -> SourceBatch:
     """Records of each topic-partition in offset order; across topics, the one whose next
-    record has the smallest timestamp goes first (as a Kafka Streams task chooses)."""
-    if not len(frame):
-        return
-    frame = frame.sort_values(["topic", "offset"], kind="stable")
-    per_topic = []
-    for topic, part in frame.groupby("topic", sort=True):
-        records = [
-            SourceRecord(topic, int(p), int(o), int(ts), k, v)
-            for k, v, p, o, ts in zip(
-                part["key"], part["value"], part["partition"], part["offset"], part["timestamp"]
-            )
-        ]
-        per_topic.append(records)
-    if len(per_topic) == 1:
-        yield from per_topic[0]
-        return
-    heads = [(lst[0].timestamp, i, 0) for i, lst in enumerate(per_topic)]
+    record has the smallest timestamp goes first (as a Kafka Streams task chooses). Built as
+    columns, without a Python object per record."""
+    topics = frame["topic"].to_numpy(dtype=object)
+    offsets = frame["offset"].to_numpy(dtype=np.int64)
+    stamps = frame["timestamp"].to_numpy(dtype=np.int64)
+    names = pd.unique(topics)
+    if len(names) <= 1:
+        order = None if _ascending(offsets) else np.argsort(offsets, kind="stable")
+        topic = str(names[0]) if len(names) else ""
+        return _batch(frame, order, topic, None)
+    runs = []
+    for name in sorted(names):
+        idx = np.flatnonzero(topics == name)
+        runs.append(idx[np.argsort(offsets[idx], kind="stable")])
+    heads = [(int(stamps[run[0]]), i, 0) for i, run in enumerate(runs)]
     heapq.heapify(heads)
+    merged: list[int] = []
     while heads:
         _, i, j = heapq.heappop(heads)
-        yield per_topic[i][j]
-        if j + 1 < len(per_topic[i]):
-            heapq.heappush(heads, (per_topic[i][j + 1].timestamp, i, j + 1))
+        run = runs[i]
+        merged.append(int(run[j]))
+        if j + 1 < len(run):
+            heapq.heappush(heads, (int(stamps[run[j + 1]]), i, j + 1))
+    order = np.array(merged, dtype=np.int64)
+    return _batch(frame, order, None, topics[order].tolist())
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return len(values) < 2 or bool((values[1:] >= values[:-1]).all())
+
+
+def _batch(
+    frame: pd.DataFrame, order: np.ndarray | None, topic: str | None, topics: list[str] | None
+) -> SourceBatch:
+    def column(name: str, dtype: Any = None) -> np.ndarray:
+        values = frame[name].to_numpy(dtype=dtype)
+        return values if order is None else values[order]
+
+    return SourceBatch(
+        column("timestamp", np.int64),
+        column("partition", np.int64),
+        column("offset", np.int64),
+        column("key", object),
+        column("value", object),
+        topic,
+        topics,
+    )

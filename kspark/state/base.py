@@ -99,6 +99,10 @@ class StoreBase:
         self._dirty: dict[Any, tuple[Any, Any, int]] = {}
         self._flush_listener: FlushListener | None = None
         self._open = False
+        #: while a vectorised batch runs: changes are collected here as
+        #: ``(position, seq, store_key, old, new, timestamp)`` and replayed in order later
+        self.deferred_changes: list[tuple[int, int, Any, Any, Any, int]] | None = None
+        self.deferred_position = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     def init(self, context: StoreContext, loader: BucketLoader | None = None) -> None:
@@ -195,6 +199,12 @@ class StoreBase:
 
     def _changed(self, store_key: Any, old: Any, new: Any, timestamp: int) -> None:
         """Record one effective change of ``store_key`` (``new is None``: deleted)."""
+        deferred = self.deferred_changes
+        if deferred is not None:
+            deferred.append(
+                (self.deferred_position, len(deferred), store_key, old, new, timestamp)
+            )
+            return
         if self.caching:
             entry = self._dirty.pop(store_key, None)
             first_old = old if entry is None else entry[0]

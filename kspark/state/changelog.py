@@ -21,6 +21,21 @@ def changelog_topic(application_id: str, store: str) -> str:
     return f"{application_id}-{store}-changelog"
 
 
+#: Kafka Streams' ``windowstore.changelog.additional.retention.ms`` default: a windowed store's
+#: changelog keeps records this long beyond the store's retention
+ADDITIONAL_RETENTION_MS = 86_400_000
+
+
+def changelog_topic_config(builder: Any) -> dict[str, str]:
+    """Topic configs of a store's changelog on Kafka, as Kafka Streams sets them: compacted;
+    for window and session stores also deleted after the store's retention plus
+    :data:`ADDITIONAL_RETENTION_MS`, so that expired windows leave the topic."""
+    if builder.kind == "key_value":
+        return {"cleanup.policy": "compact"}
+    retention = int(builder.params["retention_ms"]) + ADDITIONAL_RETENTION_MS
+    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}
+
+
 class ChangelogCodec:
     """Encodes and decodes the changelog entries of one store."""
 

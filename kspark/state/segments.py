@@ -119,6 +119,11 @@ class SegmentedStore(StoreBase):
             del data[seg]
         return bool(expired)
 
+    def advance_observed(self, timestamp: int) -> None:
+        """Advance observed stream time to ``timestamp`` as a write there would (vectorised
+        batch paths replay the clock of the record-by-record path with it)."""
+        self._observe(timestamp)
+
     def _on_bucket_loaded(self, bucket: int, data: Any) -> None:
         if self._drop_expired_segments(data):
             self._touch(bucket)

@@ -91,6 +91,35 @@ class InMemorySessionStore(SegmentedStore):
             start, end = windowed.window.start, windowed.window.end
             self._write(windowed.key, end, (end, start), agg, timestamp)
 
+    # -- raw access for vectorised batch paths ----------------------------------------------
+    def raw_sessions(self, key: Any) -> list[tuple[int, int, Any, int]]:
+        """``(end, start, agg, timestamp)`` of every stored session of ``key``, expired ones
+        included, ascending by (end, start); loads the key's bucket."""
+        return [
+            (end, start, entry[0], entry[1])
+            for (end, start), entry in self._key_entries(key, None, None, None, None)
+        ]
+
+    def apply_raw(
+        self,
+        key: Any,
+        removes: Iterable[tuple[int, int]],
+        puts: Iterable[tuple[int, int, Any, int]],
+    ) -> None:
+        """Delete the sessions ``(end, start)`` of ``key``, then store ``(end, start, agg,
+        timestamp)``, without clocks, change tracking or checks; segments below the oldest live
+        segment are skipped (a sweep would delete them). Marks the key's bucket dirty."""
+        bucket = self.bucket_of(key)
+        live = self.min_live_segment()
+        interval = self.segment_interval_ms
+        for end, start in removes:
+            self._del_entry(bucket, key, end // interval, (end, start))
+        for end, start, agg, timestamp in puts:
+            seg = end // interval
+            if seg >= live:
+                self._set_entry(bucket, key, seg, (end, start), (agg, timestamp))
+        self._touch(bucket)
+
     # -- reads -------------------------------------------------------------------------------
     def _current(self, store_key: Any) -> Any:
         start, end = store_key.window.start, store_key.window.end

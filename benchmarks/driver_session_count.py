@@ -1,0 +1,101 @@
+"""Benchmark: test-driver throughput of a DSL session-window count (gap 10 s, grace 10 s) on the
+shared clickstream workload (``/work/shared/bench/gen.py``: 1 M events, 10 k users by default).
+
+    .venv/bin/python benchmarks/driver_session_count.py --records 1000000 --repeat 2
+
+Prints records/s per emit strategy (on_window_update with caching, the default, and
+on_window_close), the sessions in the store at the end and the dropped-record count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import time
+from typing import Any
+
+import pandas as pd
+
+from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
+from kspark.testing import TopologyTestDriver
+
+GEN = os.environ.get("KSPARK_BENCH_GEN", "/work/shared/bench/gen.py")
+
+
+def load_gen() -> Any:
+    """The shared workload generator, imported by path."""
+    spec = importlib.util.spec_from_file_location("kspark_bench_gen", GEN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def topology(gap_ms: int, grace_ms: int, on_close: bool) -> Any:
+    builder = StreamsBuilder()
+    sessions = (
+        builder.stream("clicks", serdes.String(), serdes.Long())
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap_ms, grace_ms))
+    )
+    if on_close:
+        sessions = sessions.emit_strategy(EmitStrategy.on_window_close())
+    (
+        sessions.count(Materialized("session-counts"))
+        .to_stream()
+        .to("sessions", serdes.SessionWindowed(serdes.String()), serdes.Long())
+    )
+    return builder.build()
+
+
+def run(frame: pd.DataFrame, gap: int, grace: int, on_close: bool) -> tuple[float, dict]:
+    """Pipe every event; return (seconds, figures)."""
+    keys = frame["key"].tolist()
+    stamps = frame["ts"].tolist()
+    values = frame["value"].tolist()
+    with TopologyTestDriver(topology(gap, grace, on_close)) as driver:
+        pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Long())
+        t0 = time.perf_counter()
+        for k, v, ts in zip(keys, values, stamps):
+            pipe.pipe_input(k, v, ts)
+        elapsed = time.perf_counter() - t0
+        out = driver.create_output_topic("sessions").get_queue_size()
+        stored = len(driver.get_session_store("session-counts").all())
+        metrics = driver.metrics()
+    return elapsed, {
+        "out": out,
+        "stored": stored,
+        "dropped": metrics["dropped-records-total"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--emit", choices=["update", "close", "both"], default="both", help="emit strategy"
+    )
+    args = parser.parse_args()
+    gen = load_gen()
+    frame = pd.read_parquet(gen.make(args.records, args.keys))
+    strategies = {"update": [False], "close": [True], "both": [False, True]}[args.emit]
+    for on_close in strategies:
+        name = "on_window_close" if on_close else "on_window_update+caching"
+        best = 0.0
+        for i in range(args.repeat):
+            elapsed, figures = run(frame, gen.GAP_MS, gen.GRACE_MS, on_close)
+            rate = len(frame) / elapsed
+            best = max(best, rate)
+            print(
+                f"{name} run {i + 1}: {len(frame)} records {args.keys} keys in {elapsed:.2f}s "
+                f"= {rate:,.0f} rec/s; {figures['out']} records out, {figures['stored']} "
+                f"sessions stored at end, {figures['dropped']} dropped"
+            )
+        print(f"driver_session_count {name} best: {best:,.0f} rec/s")
+
+
+if __name__ == "__main__":
+    main()

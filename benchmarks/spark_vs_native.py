@@ -1,0 +1,232 @@
+"""Benchmark: kspark's session count on Spark against Spark's native ``session_window`` count,
+in one run on the same data (the shared clickstream workload of ``/work/shared/bench/gen.py``,
+2 M events and 10 k users by default; gap 10 s, grace 10 s), on ``local[2]``.
+
+    .venv/bin/python benchmarks/spark_vs_native.py --batches 1,10 --repeat 2
+
+Both engines read the same Parquet files (one file per micro-batch, one file per trigger):
+
+- native: ``session_window`` count in append mode with a watermark of the grace period, memory
+  sink, RocksDB state, no-data micro-batches on (as ``/work/shared/bench/spark_native_session.py``,
+  so that the sessions the last watermark closes are emitted);
+- kspark: a ``StreamsApp`` with a DSL session count, input ``kspark.io.files(format="parquet",
+  key_field="key", timestamp_field="ts", partitions=P)``, output a Parquet file topic. Emit
+  strategy ``on_window_close`` (final sessions only, the fair comparison with append mode) and
+  ``on_window_update`` with caching (one update per session and micro-batch).
+
+Every figure is records/s from query start until all input is processed (planning included).
+The session counts are checked against the reference: the true sessions of the workload
+(``reference_sessions.py``) and, for emitted final sessions, those closed by each engine's own
+rule at the end of the input (kspark: per task, ``end < stream time - gap - grace``; native:
+``end + gap <= watermark``), with kspark's dropped (late) records reported beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+GEN = os.environ.get("KSPARK_BENCH_GEN", "/work/shared/bench/gen.py")
+
+
+def load_gen() -> Any:
+    """The shared workload generator, imported by path."""
+    spec = importlib.util.spec_from_file_location("kspark_bench_gen", GEN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def split_input(gen: Any, n: int, k: int, batches: int) -> str:
+    """The workload split into ``batches`` Parquet files (the shared native script's layout)."""
+    src = gen.make(n, k)
+    path = f"{gen.BENCH}/native_in_{n}_{k}_{batches}"
+    if not os.path.exists(path):
+        os.makedirs(path)
+        frame = pd.read_parquet(src)
+        step = -(-len(frame) // batches)
+        for i in range(batches):
+            frame.iloc[i * step : (i + 1) * step].to_parquet(f"{path}/part-{i:05d}.parquet")
+    return path
+
+
+# -- reference figures ---------------------------------------------------------------------------
+def session_table(frame: pd.DataFrame, gap: int) -> pd.DataFrame:
+    """Every true session of the workload: key, start, end (all events, no lateness)."""
+    d = frame.sort_values(["key", "ts"], kind="stable")
+    keys, ts = d["key"].to_numpy(), d["ts"].to_numpy()
+    new = np.r_[True, (keys[1:] != keys[:-1]) | (np.diff(ts) > gap)]
+    sid = np.cumsum(new)
+    g = pd.DataFrame({"key": keys, "ts": ts, "sid": sid}).groupby("sid")
+    return pd.DataFrame({"key": g["key"].first(), "start": g["ts"].min(), "end": g["ts"].max()})
+
+
+def expected_closed(frame: pd.DataFrame, sessions: pd.DataFrame, gap: int, grace: int,
+                    partitions: int) -> tuple[int, int]:
+    """Sessions closed at the end of the input: (kspark rule per task, native watermark rule)."""
+    from kspark.hashing import kafka_partition
+
+    task_of = {k: kafka_partition(k.encode(), partitions) for k in frame["key"].unique()}
+    frame_task = frame["key"].map(task_of)
+    stream_time = frame.groupby(frame_task)["ts"].max()
+    close = sessions["key"].map(task_of).map(stream_time) - gap - grace
+    kspark = int((sessions["end"] < close).sum())
+    watermark = int(frame["ts"].max()) - grace
+    native = int((sessions["end"] + gap <= watermark).sum())
+    return kspark, native
+
+
+# -- native --------------------------------------------------------------------------------------
+def run_native(spark: Any, gen: Any, src: str, path: str, n: int) -> tuple[float, int]:
+    from pyspark.sql import functions as F
+
+    ck = f"{gen.BENCH}/ck-native-cmp"
+    shutil.rmtree(ck, ignore_errors=True)
+    spark.sql("drop view if exists native_cmp")
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    # as the shared native script runs it (Spark's default): a no-data batch emits what the
+    # last data batch's watermark closes
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+    schema = spark.read.parquet(src).schema
+    t0 = time.perf_counter()
+    q = (
+        spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
+        .withColumn("t", F.timestamp_millis("ts"))
+        .withWatermark("t", f"{gen.GRACE_MS} milliseconds")
+        .groupBy(F.session_window("t", f"{gen.GAP_MS} milliseconds"), "key").count()
+        .writeStream.format("memory").queryName("native_cmp").outputMode("append")
+        .option("checkpointLocation", ck).start()
+    )
+    q.processAllAvailable()
+    elapsed = time.perf_counter() - t0
+    q.stop()
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")  # kspark's
+    emitted = spark.sql("select count(*) c from native_cmp").collect()[0].c
+    return elapsed, int(emitted)
+
+
+# -- kspark --------------------------------------------------------------------------------------
+def kspark_topology(gap: int, grace: int, on_close: bool) -> Any:
+    from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
+
+    builder = StreamsBuilder()
+    sessions = (
+        builder.stream("clicks", serdes.String(), serdes.Json())
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap, grace))
+    )
+    if on_close:
+        sessions = sessions.emit_strategy(EmitStrategy.on_window_close())
+    (
+        sessions.count(Materialized("session-counts"))
+        .to_stream()
+        .to("sessions", serdes.SessionWindowed(serdes.String()), serdes.Long())
+    )
+    return builder.build()
+
+
+def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
+               config: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    from kspark import io
+    from kspark.spark import StreamsApp
+
+    work = f"{gen.BENCH}/kspark-cmp"
+    shutil.rmtree(work, ignore_errors=True)
+    out = io.files(f"{work}/out", format="parquet")
+    source = io.files(path, format="parquet", key_field="key", timestamp_field="ts",
+                      value_field="value", partitions=partitions, max_files_per_trigger=1)
+    app = StreamsApp(
+        kspark_topology(gen.GAP_MS, gen.GRACE_MS, on_close),
+        "bench-sessions",
+        {"clicks": source, "sessions": out},
+        spark=spark,
+        config=config,
+        checkpoint_dir=f"{work}/ck",
+    )
+    t0 = time.perf_counter()
+    app.start()
+    try:
+        app.process_all_available()
+    finally:
+        elapsed = time.perf_counter() - t0
+        app.stop()
+    metrics = app.metrics()
+    rows = pd.DataFrame(out.read_records(), columns=["key", "value", "timestamp", "partition"])
+    last = rows.drop_duplicates("key", keep="last")
+    return elapsed, {
+        "out": len(rows),
+        "live": int(last["value"].notna().sum()),
+        "dropped": metrics["dropped-records-total"],
+        "batches": metrics["batches"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--batches", default="1,10", help="comma-separated batch counts")
+    parser.add_argument("--partitions", type=int, default=4, help="kspark tasks")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--emit", choices=["close", "update", "both"], default="both")
+    parser.add_argument("--skip-native", action="store_true")
+    parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
+    args = parser.parse_args()
+
+    gen = load_gen()
+    n, k = args.records, args.keys
+    src = gen.make(n, k)
+    frame = pd.read_parquet(src)
+    sessions = session_table(frame, gen.GAP_MS)
+    closed_kspark, closed_native = expected_closed(
+        frame, sessions, gen.GAP_MS, gen.GRACE_MS, args.partitions
+    )
+    print(f"workload N={len(frame)} K={k}: reference sessions {len(sessions)}; closed at end of "
+          f"input: {closed_kspark} by kspark's rule, {closed_native} by native's watermark")
+
+    from kspark.spark.session import local_spark
+
+    spark = local_spark("local[2]")
+    config = dict(kv.split("=", 1) for kv in args.conf)
+    modes = {"close": [True], "update": [False], "both": [True, False]}[args.emit]
+    summary = []
+    for batches in [int(b) for b in args.batches.split(",")]:
+        path = split_input(gen, n, k, batches)
+        for rep in range(args.repeat):
+            native_rate = None
+            if not args.skip_native:
+                el, emitted = run_native(spark, gen, src, path, n)
+                native_rate = n / el
+                print(f"[batches={batches} run {rep + 1}] native session_window append: "
+                      f"{el:.2f}s {native_rate:,.0f} rec/s, sessions emitted {emitted} "
+                      f"(expected {closed_native})")
+            for on_close in modes:
+                el, fig = run_kspark(spark, gen, path, on_close, args.partitions, config)
+                rate = n / el
+                name = "on_window_close" if on_close else "on_window_update+caching"
+                check = (f"sessions emitted {fig['out']} (expected {closed_kspark})" if on_close
+                         else f"{fig['out']} updates, live sessions in final table {fig['live']} "
+                              f"(reference {len(sessions)})")
+                ratio = "" if native_rate is None else f", kspark/native {rate / native_rate:.2f}"
+                print(f"[batches={batches} run {rep + 1}] kspark {name}: {el:.2f}s "
+                      f"{rate:,.0f} rec/s{ratio}; {check}; dropped {fig['dropped']}; "
+                      f"micro-batches {fig['batches']}")
+                summary.append((batches, name, rate, native_rate))
+    print("summary (records/s):")
+    for batches, name, rate, native_rate in summary:
+        nat = "" if native_rate is None else (
+            f" native {native_rate:,.0f} ratio {rate / native_rate:.2f}")
+        print(f"  batches={batches:<3} kspark {name:<25} {rate:>10,.0f}{nat}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

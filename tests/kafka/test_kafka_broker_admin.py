@@ -1,0 +1,153 @@
+"""The embedded broker, ``kspark broker``, topic administration and offset-range reading (no
+Spark)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import types
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from kafka_util import BASE_MS, consume, create, produce
+
+from kspark.examples.sessions import topology as sessions_topology
+from kspark.kafka import EmbeddedBroker, TopicError, TopicSpec, ensure_topics, topology_topics
+from kspark.kafka.reader import OffsetLookup, OffsetRange, limit_ranges, plan_start, read_range
+
+pytestmark = pytest.mark.kafka
+
+
+def _records(n, users=7):
+    return [(f"u{i % users}", {"i": i}, BASE_MS + i) for i in range(n)]
+
+
+def test_records_across_partitions_are_read_back_to_the_true_end(bootstrap, topic):
+    create(bootstrap, topic, 4)
+    parts = produce(bootstrap, topic, _records(300))
+    got = consume(bootstrap, topic)
+    assert sorted(m.value() for m in got) == sorted(
+        f'{{"i": {i}}}'.encode() for i in range(300)
+    )
+    # the end offsets are the record counts, although the broker's ListOffsets answer (base
+    # offset of the last batch + 1) is smaller for a partition written in one batch
+    lookup = OffsetLookup(bootstrap)
+    tps = lookup.topic_partitions([topic])
+    assert lookup.latest(tps) == {(topic, p): parts.count(p) for p in range(4)}
+    lookup.close()
+
+
+def test_read_range_stops_at_its_end_and_names_a_missing_topic(bootstrap, topic):
+    create(bootstrap, topic, 1)
+    produce(bootstrap, topic, _records(50), partitions=1)
+    chunks = list(read_range(bootstrap, OffsetRange(topic, 0, 10, 20), batch_size=4))
+    assert [m.offset() for chunk in chunks for m in chunk] == list(range(10, 20))
+    with pytest.raises(TopicError, match="'no-such-topic'"):
+        OffsetLookup(bootstrap).topic_partitions(["no-such-topic"])
+
+
+def test_plan_start_raises_or_skips_and_counts_on_data_loss():
+    assert plan_start(("t", 3), 5, 0, 9, True) == (5, 0)
+    with pytest.raises(TopicError) as err:
+        plan_start(("t", 3), 5, 12, 20, True)
+    assert "topic 't' partition 3" in str(err.value)
+    assert "offsets 5 to 11 were deleted" in str(err.value)
+    assert plan_start(("t", 3), 5, 12, 20, False) == (12, 7)
+    with pytest.raises(TopicError, match="partition ends at offset 2"):
+        plan_start(("t", 0), 40, 0, 2, True)
+    assert plan_start(("t", 0), 40, 0, 2, False) == (0, 0)
+
+
+def test_limit_ranges_shares_the_limit_and_always_progresses():
+    avail = {("t", 0): (0, 300), ("t", 1): (10, 110), ("t", 2): (5, 5)}
+    ends = limit_ranges(avail, 100)
+    assert ends == {("t", 0): 75, ("t", 1): 35, ("t", 2): 5}
+    assert limit_ranges(avail, 1000) == {("t", 0): 300, ("t", 1): 110, ("t", 2): 5}
+    tiny = limit_ranges({("t", 0): (0, 1000), ("t", 1): (0, 1)}, 1)
+    assert tiny[("t", 0)] >= 1  # never stuck
+
+
+def _config(admin, name):
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    return {k: v.value for k, v in admin.describe_configs([resource])[resource].result().items()}
+
+
+def test_ensure_topics_creates_then_verifies(bootstrap, topic):
+    compacted = f"{topic}-changelog"
+    windowed = {"cleanup.policy": "compact,delete", "retention.ms": "86400000"}
+    specs = [TopicSpec(topic, 3), TopicSpec(compacted, 2, {"cleanup.policy": "compact"}),
+             TopicSpec(f"{topic}-windowed", 1, windowed)]
+    assert sorted(ensure_topics(bootstrap, specs)) == sorted([s.name for s in specs])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    meta = admin.list_topics(timeout=10).topics
+    assert len(meta[topic].partitions) == 3 and len(meta[compacted].partitions) == 2
+    assert _config(admin, compacted)["cleanup.policy"] == "compact"
+    assert {k: _config(admin, f"{topic}-windowed")[k] for k in windowed} == windowed
+    assert ensure_topics(bootstrap, specs) == []  # already there, as needed
+    with pytest.raises(TopicError, match=f"'{topic}' .*has 3 partitions; .*needs 5"):
+        ensure_topics(bootstrap, [TopicSpec(topic, 5)])
+    with pytest.raises(TopicError, match=r"cleanup\.policy=compact"):
+        ensure_topics(bootstrap, [TopicSpec(compacted, 2, {"cleanup.policy": "delete"})])
+    with pytest.raises(TopicError, match=f"'{topic}-absent'"):
+        ensure_topics(bootstrap, [TopicSpec(f"{topic}-absent", 1)], create=False)
+
+
+def test_topology_topics_lists_outputs_and_compacted_changelogs():
+    app = types.SimpleNamespace(
+        topology=sessions_topology(),
+        application_id="shop",
+        topics={"clicks": types.SimpleNamespace(num_partitions=6), "session-counts": None},
+    )
+    specs = {s.name: s for s in topology_topics(app)}
+    assert specs["session-counts"].partitions == 6 and specs["session-counts"].role == "output"
+    assert specs["session-pages"].partitions == 6
+    log = specs["shop-session-counts-changelog"]
+    # a session store's changelog: compacted, and deleted after retention + 1 day
+    retention = sessions_topology().store_builders["session-counts"].params["retention_ms"]
+    assert (log.partitions, log.config, log.role) == (
+        6, {"cleanup.policy": "compact,delete", "retention.ms": str(retention + 86_400_000)},
+        "changelog")
+    assert "shop-session-pages-changelog" in specs
+
+
+def test_broker_stops_cleanly():
+    broker = EmbeddedBroker().start()
+    pid, port = broker.pid, broker.port
+    broker.stop()
+    with pytest.raises(OSError):
+        os.kill(pid, 0)  # reaped
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
+
+
+def test_kspark_broker_command_prints_its_address_and_stops_on_ctrl_c(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kspark.cli", "broker", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        address = None
+        for line in proc.stdout:
+            found = re.search(r"bootstrap servers (127\.0\.0\.1:\d+)", line)
+            if found:
+                address = found.group(1)
+                break
+        assert address is not None
+        create(address, "cli-topic", 2)
+        produce(address, "cli-topic", _records(10), partitions=2)
+        assert len(consume(address, "cli-topic")) == 10
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        host, port = address.split(":")
+        with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=1):
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()

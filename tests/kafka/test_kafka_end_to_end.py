@@ -1,0 +1,202 @@
+"""The sessions app from a Kafka topic to Kafka topics, against the embedded broker: equal to the
+test driver, exactly once across a kill and restart, resuming from the checkpoint's offsets, and
+bad input (SEMANTICS.md §8)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+
+import pytest
+from kafka_app_process import sessions_app
+from kafka_util import BASE_MS, consume, create, decoded, produce
+
+from kspark import serdes
+from kspark.examples.sessions import generate_clicks
+from kspark.examples.sessions import topology as sessions_topology
+from kspark.hashing import kafka_partition
+from kspark.kafka import TopicError
+from kspark.kafka.sink import BatchSink, marker_topic
+from kspark.testing import TopologyTestDriver
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
+HERE = os.path.dirname(__file__)
+WINDOWED = serdes.SessionWindowed(serdes.String())
+OUTPUTS = {"session-counts": serdes.Long(), "session-pages": serdes.Json()}
+
+
+def _clicks(n, seed):
+    return [(user, click, BASE_MS + ts)
+            for user, click, ts in generate_clicks(n, users=12, seed=seed)]
+
+
+def _driver_outputs(clicks, parts):
+    """The sessions topology's outputs on the test driver, one driver per input partition (a
+    task per partition, as on Spark), in a canonical order."""
+    by_partition = defaultdict(list)
+    for record, part in zip(clicks, parts):
+        by_partition[part].append(record)
+    out = {topic: [] for topic in OUTPUTS}
+    for records in by_partition.values():
+        with TopologyTestDriver(sessions_topology()) as driver:
+            pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
+            for user, click, ts in records:
+                pipe.pipe_input(user, click, ts)
+            for topic, value_serde in OUTPUTS.items():
+                reader = driver.create_output_topic(topic, WINDOWED, value_serde)
+                out[topic] += [(r.key, r.value, r.timestamp)
+                               for r in reader.read_records_to_list()]
+    return {topic: sorted(rows, key=repr) for topic, rows in out.items()}
+
+
+def _kafka_outputs(bootstrap, prefix):
+    return {
+        topic: sorted(decoded(bootstrap, prefix + topic, WINDOWED, value_serde), key=repr)
+        for topic, value_serde in OUTPUTS.items()
+    }
+
+
+@pytest.fixture
+def prefix(topic):
+    """This test's prefix for Kafka topic names and the app id (one broker for the run)."""
+    return f"{topic}."
+
+
+def test_sessions_topic_to_topic_equal_the_test_driver(spark, app_dir, bootstrap, prefix):
+    create(bootstrap, f"{prefix}clicks", 4)
+    clicks = _clicks(800, seed=3)
+    parts = produce(bootstrap, f"{prefix}clicks", clicks)
+    assert len(set(parts)) == 4
+    app = sessions_app(bootstrap, prefix, os.path.join(app_dir, "ck"), 300, spark=spark)
+    app.start()
+    try:
+        app.process_all_available()
+        metrics = app.metrics()
+    finally:
+        app.stop()
+    expected = _driver_outputs(clicks, parts)
+    assert len(expected["session-counts"]) > 20
+    assert _kafka_outputs(bootstrap, prefix) == expected
+    assert metrics["batches"] >= 3 and metrics["process-total"] == 800
+    assert metrics["dropped-records-expired-window"] > 0  # the generator's late clicks
+    # output topics are created with the input's partitions; records go where Kafka puts keys
+    messages = consume(bootstrap, f"{prefix}session-counts")
+    assert {m.partition() for m in messages} == {0, 1, 2, 3}
+    assert all(m.partition() == kafka_partition(m.key(), 4) for m in messages)
+
+
+def test_killed_and_restarted_app_loses_and_duplicates_nothing(spark, app_dir, bootstrap,
+                                                               prefix):
+    create(bootstrap, f"{prefix}clicks", 4)
+    clicks = _clicks(900, seed=8)
+    parts = produce(bootstrap, f"{prefix}clicks", clicks)
+    checkpoint = os.path.join(app_dir, "ck")
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "kafka_app_process.py"), bootstrap, prefix,
+         checkpoint, "200"],
+        cwd=HERE, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    markers = BatchSink(bootstrap, f"{prefix}session-counts", marker_topic(f"{prefix}app"),
+                        "session-counts")
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if markers.last_marker()["batch"] >= 0:
+                break
+        except TopicError:
+            pass  # the marker topic is created at start
+        time.sleep(0.2)
+    time.sleep(random.Random(4).uniform(0.0, 1.5))
+    assert proc.poll() is None, "the first run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    assert consume(bootstrap, f"{prefix}session-counts")  # some batches were written
+
+    app = sessions_app(bootstrap, prefix, checkpoint, 200, spark=spark)
+    app.start()
+    try:
+        app.process_all_available()
+        resumed = app.query.recentProgress
+    finally:
+        app.stop()
+    first = json.loads(resumed[0]["sources"][0]["startOffset"])
+    assert sum(first[f"{prefix}clicks"].values()) > 0  # resumed, not from the beginning
+    got = _kafka_outputs(bootstrap, prefix)
+    for topic, rows in got.items():
+        keys = Counter(repr(k) for k, _, _ in rows)
+        assert max(keys.values()) == 1, f"{topic}: a session written twice"
+    assert got == _driver_outputs(clicks, parts)
+
+
+def test_a_restart_resumes_from_the_checkpoint_offsets(spark, app_dir, bootstrap, prefix):
+    create(bootstrap, f"{prefix}clicks", 4)
+    clicks = _clicks(800, seed=5)
+    half = 500
+    parts = produce(bootstrap, f"{prefix}clicks", clicks[:half])
+    checkpoint = os.path.join(app_dir, "ck")
+    app = sessions_app(bootstrap, prefix, checkpoint, spark=spark)
+    app.start()
+    try:
+        app.process_all_available()
+        end = json.loads(app.query.lastProgress["sources"][0]["endOffset"])
+    finally:
+        app.stop()
+    parts += produce(bootstrap, f"{prefix}clicks", clicks[half:])
+    # "latest" applies to a query without a checkpoint only: this one resumes where it stopped
+    again = sessions_app(bootstrap, prefix, checkpoint, spark=spark, starting_offsets="latest")
+    again.start()
+    try:
+        again.process_all_available()
+        progress = [p for p in again.query.recentProgress if p["numInputRows"]]
+    finally:
+        again.stop()
+    assert json.loads(progress[0]["sources"][0]["startOffset"]) == end
+    assert sum(p["numInputRows"] for p in progress) == len(clicks) - half
+    assert again.metrics()["process-total"] == len(clicks) - half
+    assert _kafka_outputs(bootstrap, prefix) == _driver_outputs(clicks, parts)
+
+
+def test_malformed_json_stops_the_app_naming_topic_partition_offset(spark, app_dir, bootstrap,
+                                                                   prefix):
+    clicks = f"{prefix}clicks"
+    create(bootstrap, clicks, 4)
+    produce(bootstrap, clicks, [("alice", {"page": "/"}, BASE_MS), ("bob", {"page": "/"}, BASE_MS)])
+    bad_part = produce(bootstrap, clicks, [("carol", b"{not json", BASE_MS + 2)], raw=True)[0]
+    bad_offset = next(m.offset() for m in consume(bootstrap, clicks) if m.value() == b"{not json")
+    app = sessions_app(bootstrap, prefix, os.path.join(app_dir, "ck"), spark=spark)
+    app.start()
+    try:
+        with pytest.raises(Exception) as err:
+            app.process_all_available()
+    finally:
+        app.stop()
+    # the topology's name for the topic, the Kafka partition and offset
+    assert (f"Deserialization error at topic 'clicks' partition {bad_part} offset {bad_offset}"
+            in str(err.value))
+
+    config = {"default.deserialization.exception.handler": "log_and_continue",
+              "errors.dead.letter.queue.topic.name": "clicks-dead"}
+    lenient = sessions_app(bootstrap, prefix, os.path.join(app_dir, "ck2"), spark=spark,
+                           config=config)
+    lenient.start()
+    try:
+        lenient.process_all_available()
+    finally:
+        lenient.stop()
+    assert lenient.metrics()["dropped-records-deserialization-error"] == 1
+    assert lenient.metrics()["process-total"] == 2
+    assert [m.value() for m in consume(bootstrap, f"{prefix}clicks-dead")] == [b"{not json"]
+
+
+def test_a_missing_source_topic_is_named_at_start(spark, app_dir, bootstrap, prefix):
+    app = sessions_app(bootstrap, prefix, os.path.join(app_dir, "ck"), spark=spark)
+    with pytest.raises(TopicError) as err:
+        app.start()
+    assert f"Kafka topic '{prefix}clicks' does not exist" in str(err.value)
+    assert f"source topic 'clicks' of application '{prefix}app'" in str(err.value)

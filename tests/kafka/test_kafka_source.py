@@ -1,0 +1,202 @@
+"""The ``kspark_kafka`` Spark source: native columns, offset ranges per trigger, starting
+offsets, patterns, missing topics and data loss."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from kafka_util import BASE_MS, create, produce
+
+from kspark.kafka.admin import TopicError
+from kspark.spark.kafka_source import KafkaStreamReader, skipped_offsets
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+NATIVE_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                  "headers"]
+
+
+def _records(n, users=9):
+    return [(f"u{i % users}", {"i": i}, BASE_MS + i) for i in range(n)]
+
+
+def _start(spark, app_dir, bootstrap, name, **options):
+    reader = spark.readStream.format("kspark_kafka").option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return (
+        reader.load()
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", os.path.join(app_dir, name))
+        .start()
+    )
+
+
+def _start_collecting(spark, app_dir, bootstrap, name, rows, **options):
+    """Like :func:`_start` but into ``rows`` with ``foreachBatch`` (recoverable from its
+    checkpoint, unlike the memory sink)."""
+    reader = spark.readStream.format("kspark_kafka").option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return (
+        reader.load()
+        .writeStream.foreachBatch(lambda frame, _: rows.extend(frame.collect()))
+        .option("checkpointLocation", os.path.join(app_dir, name))
+        .start()
+    )
+
+
+def _rows(spark, name):
+    return spark.sql(f"select * from {name}").collect()
+
+
+def test_native_columns_and_offset_ranges_capped_per_trigger(spark, app_dir, bootstrap, topic):
+    create(bootstrap, topic, 4)
+    parts = produce(bootstrap, topic, _records(200))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, b"with-headers", b"h", partition=1, timestamp=BASE_MS + 999,
+                     headers=[("trace", b"abc"), ("n", b"1")])
+    producer.flush(10)
+    query = _start(spark, app_dir, bootstrap, "src_cols", subscribe=topic,
+                   maxOffsetsPerTrigger="60")
+    try:
+        query.processAllAvailable()
+        progress = query.recentProgress
+    finally:
+        query.stop()
+    frame = spark.sql("select * from src_cols")
+    assert frame.columns == NATIVE_COLUMNS
+    assert [f.dataType.simpleString() for f in frame.schema.fields] == [
+        "binary", "binary", "string", "int", "bigint", "timestamp", "int",
+        "array<struct<key:string,value:binary>>"]
+    rows = frame.collect()
+    assert len(rows) == 201
+    assert len({(r.partition, r.offset) for r in rows}) == 201
+    by_value = {bytes(r.value): r for r in rows}
+    for i, part in enumerate(parts):
+        row = by_value[json.dumps({"i": i}).encode()]
+        assert (row.partition, bytes(row.key), row.topic) == (part, f"u{i % 9}".encode(), topic)
+        assert int(row.timestamp.timestamp() * 1000) == BASE_MS + i
+        assert row.timestampType == 0 and row.headers is None
+    special = by_value[b"with-headers"]
+    assert [(h.key, bytes(h.value)) for h in special.headers] == [("trace", b"abc"), ("n", b"1")]
+    # offsets are contiguous from batch to batch, at most 60 per trigger
+    batches = [p for p in progress if p["numInputRows"]]
+    assert len(batches) >= 4 and all(p["numInputRows"] <= 60 for p in batches)
+    for before, after in itertools.pairwise(batches):
+        assert json.loads(after["sources"][0]["startOffset"]) == json.loads(
+            before["sources"][0]["endOffset"])
+    end = json.loads(batches[-1]["sources"][0]["endOffset"])
+    assert end == {topic: {str(p): parts.count(p) + (p == 1) for p in range(4)}}
+
+
+def test_starting_offsets_latest_and_per_partition(spark, app_dir, bootstrap, topic):
+    create(bootstrap, topic, 2)
+    parts = produce(bootstrap, topic, _records(40), partitions=2)
+    latest = _start(spark, app_dir, bootstrap, "src_latest", subscribe=topic,
+                    startingOffsets="latest")
+    given = _start(spark, app_dir, bootstrap, "src_given", subscribe=topic,
+                   startingOffsets=json.dumps({topic: {"0": 5}}))
+    try:
+        latest.processAllAvailable()
+        given.processAllAvailable()
+        assert _rows(spark, "src_latest") == []
+        assert len(_rows(spark, "src_given")) == 40 - 5
+        assert min(r.offset for r in _rows(spark, "src_given") if r.partition == 0) == 5
+        produce(bootstrap, topic, [(f"u{i}", {"late": i}, BASE_MS) for i in range(10)],
+                partitions=2)
+        latest.processAllAvailable()
+        assert sorted(json.loads(r.value)["late"] for r in _rows(spark, "src_latest")) == list(
+            range(10))
+    finally:
+        latest.stop()
+        given.stop()
+    assert parts.count(0) > 5
+
+
+def test_pattern_reads_matching_topics_including_new_ones(spark, app_dir, bootstrap, topic):
+    for suffix in ("a", "b", "x"):
+        create(bootstrap, f"{topic}.{suffix}", 2)
+        produce(bootstrap, f"{topic}.{suffix}", _records(10), partitions=2)
+    query = _start(spark, app_dir, bootstrap, "src_pattern",
+                   subscribePattern=f"{topic}\\.[ab]")
+    try:
+        query.processAllAvailable()
+        assert sorted({r.topic for r in _rows(spark, "src_pattern")}) == [
+            f"{topic}.a", f"{topic}.b"]
+        assert len(_rows(spark, "src_pattern")) == 20
+    finally:
+        query.stop()
+
+
+def test_a_missing_topic_stops_the_query_naming_it(spark, app_dir, bootstrap):
+    query = _start(spark, app_dir, bootstrap, "src_missing", subscribe="no-such-clicks")
+    with pytest.raises(Exception, match="Kafka topic 'no-such-clicks' does not exist"):
+        query.processAllAvailable()
+    query.stop()
+
+
+def test_a_partition_that_went_back_is_data_loss_unless_allowed(spark, app_dir, bootstrap,
+                                                                 topic):
+    create(bootstrap, topic, 2)
+    produce(bootstrap, topic, _records(30), partitions=2)
+    rows: list = []
+    first = _start_collecting(spark, app_dir, bootstrap, "src_loss", rows, subscribe=topic)
+    first.processAllAvailable()
+    first.stop()
+    assert len(rows) == 30
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic])[topic].result()
+    create(bootstrap, topic, 2)  # re-created: offsets start again from 0
+    produce(bootstrap, topic, [("u1", {"new": 1}, BASE_MS)], partitions=2)
+    strict = _start_collecting(spark, app_dir, bootstrap, "src_loss", rows, subscribe=topic)
+    with pytest.raises(Exception) as err:
+        strict.processAllAvailable()
+    strict.stop()
+    assert f"Kafka topic {topic!r} partition" in str(err.value)
+    assert "was the topic deleted and re-created?" in str(err.value)
+    lenient = _start_collecting(spark, app_dir, bootstrap, "src_loss", rows, subscribe=topic,
+                                failOnDataLoss="false")
+    try:
+        lenient.processAllAvailable()
+    finally:
+        lenient.stop()
+    assert [json.loads(r.value) for r in rows[30:]] == [{"new": 1}]
+
+
+class _Lookup:
+    """Offsets of a partition whose records 0-9 were deleted by retention."""
+
+    def topic_partitions(self, topics=None, pattern=None):
+        return [("t", 0)]
+
+    def earliest(self, tps):
+        return {("t", 0): 10}
+
+    def latest(self, tps, earliest=None):
+        return {("t", 0): 25}
+
+
+def _reader(**options):
+    reader = KafkaStreamReader({"kafka.bootstrap.servers": "unused:1", "subscribe": "t",
+                                **options})
+    reader._lookup = _Lookup()
+    return reader
+
+
+def test_deleted_records_stop_or_are_skipped_and_counted():
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    with pytest.raises(TopicError) as err:
+        _reader().latestOffset({"t": {"0": 4}}, ReadAllAvailable())
+    assert "topic 't' partition 0: offsets 4 to 9 were deleted" in str(err.value)
+    end = _reader(failOnDataLoss="false").latestOffset({"t": {"0": 4}}, ReadAllAvailable())
+    assert end == {"t": {"0": 25}, "@skipped": 6}
+    progress = {"sources": [{"endOffset": json.dumps(end)}]}
+    assert skipped_offsets(progress) == 6

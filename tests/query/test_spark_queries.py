@@ -1,0 +1,125 @@
+"""Interactive queries on Spark: ``app.store(name)`` and ``kspark store query`` read the
+latest committed state and equal the test driver's stores after the same input."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from query_topologies import COUNTS, DAY, EVENTS, SESSIONS, TOTALS, counter_topology, events
+from query_topologies import driver_stores as run_driver
+from typer.testing import CliRunner
+
+from kspark import InvalidStateStoreError, io, serdes
+from kspark.cli import app as cli
+from kspark.spark import StreamsApp
+
+pytestmark = [pytest.mark.spark]
+RECORDS = events(240, seed=5)
+
+
+@pytest.fixture(scope="module")
+def counted(spark, tmp_path_factory):
+    """Application A run on Spark (2 partitions, 2 micro-batches), stopped, and the driver's
+    stores after the same input."""
+    root = str(tmp_path_factory.mktemp("queries"))
+    source = io.memory(serdes.String(), serdes.Json(), partitions=2, max_files_per_trigger=1)
+    source.send_all(RECORDS, per_file=120)
+    app = StreamsApp(counter_topology(), "counter", {EVENTS: source}, spark=spark,
+                     checkpoint_dir=os.path.join(root, "counter"))
+    app.start()
+    try:
+        app.process_all_available()
+        running = {name: app.store(name).all() for name in (COUNTS, TOTALS, SESSIONS)}
+    finally:
+        app.stop()
+    expected, _ = run_driver(counter_topology(), RECORDS)
+    return app, expected, running
+
+
+def test_running_and_stopped_queries_equal_the_driver_stores(counted):
+    app, expected, running = counted
+    assert len(expected[TOTALS]) == 6
+    assert len(expected[COUNTS]) > 20 and len(expected[SESSIONS]) > 20
+    assert running == expected
+    for name in (COUNTS, TOTALS, SESSIONS):
+        view = app.store(name)
+        assert view.all() == expected[name], name
+        assert view.batch_id == 1
+
+
+def test_point_and_range_queries_equal_the_driver_stores(counted):
+    app, expected, _ = counted
+    totals = dict(expected[TOTALS])
+    kv = app.store(TOTALS)
+    assert {user: kv.get(user) for user in totals} == totals
+    assert kv.get("nobody") is None
+    assert kv.range("user-1", "user-3") == [e for e in expected[TOTALS] if "user-1" <= e.key
+                                             <= "user-3"]
+    ws = app.store(COUNTS)
+    key = expected[COUNTS][0].key.key
+    mine = [(e.key.window.start, e.value) for e in expected[COUNTS] if e.key.key == key]
+    assert [(kv.key, kv.value) for kv in ws.fetch_range(key, 0, 30 * DAY)] == mine
+    assert ws.fetch(key, mine[0][0]) == mine[0][1]
+    assert ws.fetch_all(2 * DAY, 4 * DAY) == sorted(
+        (e for e in expected[COUNTS] if 2 * DAY <= e.key.window.start <= 4 * DAY),
+        key=lambda e: (e.key.window.start, e.key.key),
+    )
+    ss = app.store(SESSIONS)
+    user = expected[SESSIONS][0].key.key
+    assert ss.fetch(user) == sorted(
+        (e for e in expected[SESSIONS] if e.key.key == user),
+        key=lambda e: (e.key.window.end, e.key.window.start),
+    )
+    assert ss.find_sessions(user, 0, 30 * DAY) == ss.fetch(user)
+
+
+def test_an_app_that_never_ran_has_empty_stores(spark, app_dir):
+    app = StreamsApp(counter_topology(), "idle", {EVENTS: io.memory()}, spark=spark,
+                     checkpoint_dir=os.path.join(app_dir, "never-started"))
+    view = app.store(COUNTS)
+    assert view.all() == [] and view.fetch("k", 0) is None and view.batch_id is None
+
+
+def test_unknown_store_and_empty_time_range_are_errors(counted):
+    app, _, _ = counted
+    with pytest.raises(InvalidStateStoreError) as err:
+        app.store("no-such-store")
+    assert "no-such-store" in str(err.value)
+    for name in (COUNTS, TOTALS, SESSIONS):
+        assert name in str(err.value)
+    with pytest.raises(ValueError, match=r"from \(5\) is after to \(1\)"):
+        app.store(COUNTS).fetch_all(5, 1)
+
+
+def test_cli_store_query_prints_json_and_tables(counted):
+    app, expected, _ = counted
+    runner = CliRunner()
+    args = ["store", "query", "--app-dir", app.checkpoint_dir]
+    result = runner.invoke(cli, [*args, "--store", TOTALS, "--json"])
+    assert result.exit_code == 0, result.output
+    assert {row["key"]: row["value"] for row in json.loads(result.output)} == dict(
+        expected[TOTALS])
+
+    key = expected[COUNTS][0].key.key
+    result = runner.invoke(cli, [*args, "--store", COUNTS, "--key", key, "--from", "0",
+                                 "--to", "1970-01-31T00:00:00", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [(r["key"], r["start"], r["end"], r["value"]) for r in json.loads(result.output)] == [
+        (e.key.key, e.key.window.start, e.key.window.end, e.value)
+        for e in expected[COUNTS] if e.key.key == key
+    ]
+    result = runner.invoke(cli, [*args, "--store", SESSIONS])
+    assert result.exit_code == 0, result.output
+    assert f"{len(expected[SESSIONS])} entries" in result.output
+
+    result = runner.invoke(cli, [*args, "--store", "nope"])
+    assert result.exit_code == 2
+    assert "no store 'nope'" in result.output and COUNTS in result.output
+    result = runner.invoke(cli, [*args, "--store", COUNTS, "--from", "9", "--to", "3"])
+    assert result.exit_code == 2
+    assert "is after" in result.output
+
+    result = runner.invoke(cli, ["store", "list", "--app-dir", app.checkpoint_dir])
+    assert result.exit_code == 0 and "counter-event-counts-changelog" in result.output

@@ -1,0 +1,154 @@
+"""The vectorised batch path of session aggregations against the record-by-record path: on random
+input (out-of-order, late, merging, duplicate timestamps, null keys and values) split into random
+batches, both give identical forwarded records, store buckets, persisted task state and
+counters."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
+from kspark.config import StreamsConfig
+from kspark.runtime.batch import DictTaskState, run_task_batch
+from kspark.runtime.task import SourceBatch, SourceRecord
+
+S = serdes.String()
+J = serdes.Json()
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.disable(logging.WARNING)
+    yield
+    logging.disable(logging.NOTSET)
+
+
+def topology(gap: int, grace: int, on_close: bool, caching: bool, kind: str):
+    b = StreamsBuilder()
+    grouped = b.stream("in", S, J).group_by_key(S, J)
+    windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap, grace))
+    if on_close:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    m = Materialized("agg-store", caching=caching)
+    if kind == "count":
+        table = windowed.count(m)
+        out_serde = serdes.Long()
+    else:
+        table = windowed.aggregate(
+            lambda: [], lambda k, v, agg: [*agg, v], lambda k, a, b2: a + b2, m
+        )
+        out_serde = J
+    table.to_stream().to("out", serdes.SessionWindowed(S), out_serde)
+    return b.build()
+
+
+def state_of(state: DictTaskState) -> tuple:
+    meta = pickle.loads(state.meta) if state.meta else None
+    buckets = {k: pickle.loads(v) for k, v in state.buckets.items()}
+    return meta, buckets
+
+
+def run(topo, batches, fast: bool):
+    config = StreamsConfig.of(None, application_id="fast-test")
+    sub = topo.sub_topologies()[0]
+    state = DictTaskState()
+    outputs, counters, used = [], [], 0
+    for batch in batches:
+        result = run_task_batch(topo, sub, 0, SourceBatch.from_records(batch), state, config,
+                                wall_clock=lambda: 0, fast_path=fast, changelog_stores=())
+        outputs.append([(o.topic, o.key, o.value, o.timestamp, o.headers) for o in result.output])
+        counters.append(dict(result.metrics.counters))
+        used += result.fast_records
+    return outputs, counters, state_of(state), used
+
+
+records_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c", "d", None]),
+        st.one_of(st.integers(0, 9), st.none()),
+        st.integers(0, 400),
+    ),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=records_strategy,
+    cuts=st.lists(st.integers(1, 120), max_size=5),
+    gap=st.integers(1, 40),
+    grace=st.integers(0, 40),
+    on_close=st.booleans(),
+    caching=st.booleans(),
+    kind=st.sampled_from(["count", "list"]),
+    drift=st.integers(0, 6),
+)
+def test_fast_path_equals_record_path(steps, cuts, gap, grace, on_close, caching, kind, drift):
+    # mostly increasing time with jitter, so that both paths get exercised
+    recs, now = [], 0
+    for i, (key, value, jitter) in enumerate(steps):
+        now += drift
+        ts = max(0, now - jitter % (gap * 3 + 1)) if jitter % 4 == 0 else now + jitter % 7
+        recs.append(SourceRecord("in", 0, i, ts, None if key is None else S.serialize(key),
+                                 None if value is None else J.serialize(value)))
+    bounds = sorted({c for c in cuts if c < len(recs)})
+    batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
+    topo = topology(gap, grace, on_close, caching, kind)
+    fast = run(topo, batches, True)
+    exact = run(topo, batches, False)
+    assert exact[3] == 0
+    assert fast[0] == exact[0]
+    assert fast[1] == exact[1]
+    assert fast[2] == exact[2]
+
+
+def test_fast_path_is_used_on_ordered_input():
+    recs = [SourceRecord("in", 0, i, 1000 * (i // 3) + (i % 3), S.serialize(f"k{i % 5}"),
+                         J.serialize(1)) for i in range(300)]
+    topo = topology(5_000, 1_000, True, True, "count")
+    fast = run(topo, [recs[:150], recs[150:]], True)
+    exact = run(topo, [recs[:150], recs[150:]], False)
+    assert fast[3] > 250
+    assert fast[:3] == exact[:3]
+
+
+def test_user_function_failure_reports_like_the_record_path():
+    b = StreamsBuilder()
+    windowed = b.stream("in", S, J).group_by_key(S, J).windowed_by(
+        SessionWindows.of_inactivity_gap_and_grace(10, 5)
+    )
+
+    def agg(key, value, total):
+        if value == 13:
+            raise ValueError("unlucky")
+        return total + value
+
+    windowed.aggregate(lambda: 0, agg, lambda k, a, b2: a + b2).to_stream().to(
+        "out", serdes.SessionWindowed(S), J
+    )
+    topo = b.build()
+    recs = [SourceRecord("in", 0, i, i, S.serialize("k"), J.serialize(13 if i == 7 else 1))
+            for i in range(20)]
+    messages = []
+    for fast in (True, False):
+        with pytest.raises(Exception) as info:
+            run(topo, [recs], fast)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "offset 7" in messages[0]
+
+
+def test_source_batch_round_trip():
+    recs = [SourceRecord("a" if i % 3 else "b", i % 2, i, 100 - i, b"k", None) for i in range(7)]
+    batch = SourceBatch.from_records(recs)
+    assert batch.topic is None
+    assert list(batch.records()) == recs
+    single = SourceBatch.from_records([r for r in recs if r.topic == "a"])
+    assert single.topic == "a"
+    assert list(single.records()) == [r for r in recs if r.topic == "a"]
