@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 GEN = os.environ.get("KSPARK_BENCH_GEN", "/work/shared/bench/gen.py")
+VERBOSE = False
 
 
 def load_gen() -> Any:
@@ -107,6 +108,9 @@ def run_native(spark: Any, gen: Any, src: str, path: str, n: int) -> tuple[float
     )
     q.processAllAvailable()
     elapsed = time.perf_counter() - t0
+    if VERBOSE:
+        for p in q.recentProgress:
+            print(f"  native batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
     q.stop()
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")  # kspark's
     emitted = spark.sql("select count(*) c from native_cmp").collect()[0].c
@@ -153,11 +157,17 @@ def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
     )
     t0 = time.perf_counter()
     app.start()
+    started = time.perf_counter() - t0
     try:
         app.process_all_available()
     finally:
         elapsed = time.perf_counter() - t0
+        progress = app.query.recentProgress if app.query is not None else []
         app.stop()
+    if VERBOSE:
+        print(f"  kspark: start() {started:.2f}s")
+        for p in progress:
+            print(f"  kspark batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
     metrics = app.metrics()
     rows = pd.DataFrame(out.read_records(), columns=["key", "value", "timestamp", "partition"])
     last = rows.drop_duplicates("key", keep="last")
@@ -179,7 +189,10 @@ def main() -> None:
     parser.add_argument("--emit", choices=["close", "update", "both"], default="both")
     parser.add_argument("--skip-native", action="store_true")
     parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
+    parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
     args = parser.parse_args()
+    global VERBOSE
+    VERBOSE = args.verbose
 
     gen = load_gen()
     n, k = args.records, args.keys

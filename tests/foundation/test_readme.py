@@ -11,7 +11,8 @@ README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
 
 def test_readme_driver_example_prints_the_documented_records():
-    text = open(README, encoding="utf-8").read()
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
     block = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
