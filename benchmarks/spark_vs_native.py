@@ -190,6 +190,8 @@ def main() -> None:
     parser.add_argument("--skip-native", action="store_true")
     parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
     parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
+    parser.add_argument("--warmup", type=int, default=100_000,
+                        help="records of an unmeasured first run of both engines (0: none)")
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
@@ -210,6 +212,18 @@ def main() -> None:
     spark = local_spark("local[2]")
     config = dict(kv.split("=", 1) for kv in args.conf)
     modes = {"close": [True], "update": [False], "both": [True, False]}[args.emit]
+    if args.warmup:
+        # JVM and Python workers warm up on a slice of the workload, unmeasured, so that the
+        # order of the runs does not decide the figures
+        path = f"{gen.BENCH}/warmup_{n}_{k}_{args.warmup}"
+        if not os.path.exists(path):
+            os.makedirs(path)
+            frame.iloc[: args.warmup].to_parquet(f"{path}/part-00000.parquet")
+        if not args.skip_native:
+            run_native(spark, gen, src, path, args.warmup)
+        for on_close in modes:
+            run_kspark(spark, gen, path, on_close, args.partitions, config)
+        print(f"warm-up on {args.warmup} records done")
     summary = []
     for batches in [int(b) for b in args.batches.split(",")]:
         path = split_input(gen, n, k, batches)

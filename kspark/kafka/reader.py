@@ -84,18 +84,22 @@ def plan_start(tp: TP, start: int, low: int, high: int, fail_on_data_loss: bool)
 
 
 def limit_ranges(available: dict[TP, tuple[int, int]], max_records: int) -> dict[TP, int]:
-    """End offsets that take at most ``max_records`` in total from the ``(start, end)`` ranges,
-    shared in proportion to what each partition has (every partition with records gets at least
-    one, so that a trigger always makes progress)."""
-    total = sum(max(0, end - start) for start, end in available.values())
+    """End offsets that take exactly ``min(max_records, all available)`` offsets from the
+    ``(start, end)`` ranges, shared in proportion to what each partition has (largest
+    remainders first), so that a trigger with data always makes progress."""
+    sizes = {tp: max(0, end - start) for tp, (start, end) in available.items()}
+    total = sum(sizes.values())
     if total <= max_records:
-        return {tp: end for tp, (start, end) in available.items()}
-    out = {}
-    for tp, (start, end) in available.items():
-        size = max(0, end - start)
-        share = max(1, max_records * size // total) if size else 0
-        out[tp] = start + min(size, share)
-    return out
+        return {tp: end for tp, (_, end) in available.items()}
+    shares = {tp: size * max_records // total for tp, size in sizes.items()}
+    left = max_records - sum(shares.values())
+    for tp in sorted(sizes, key=lambda tp: sizes[tp] * max_records % total, reverse=True):
+        if left <= 0:
+            break
+        if shares[tp] < sizes[tp]:
+            shares[tp] += 1
+            left -= 1
+    return {tp: available[tp][0] + shares[tp] for tp in available}
 
 
 class OffsetLookup:

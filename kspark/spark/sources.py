@@ -99,16 +99,8 @@ class FileStreamReader(DataSourceStreamReader):
         return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import time as _time, os as _os
-        _t0 = _time.time()
         batch = self._read_batch(partition)
-        _t1 = _time.time()
-        out = pack_records(batch) if self.pack else batch
-        _t2 = _time.time()
-        if _os.environ.get("KSPARK_STAGE_TIMING"):
-            with open(f"/tmp/kprof/source-{_os.getpid()}.log", "a") as _f:
-                _f.write(f"read start={_t0:.3f} read={_t1-_t0:.3f} pack={_t2-_t1:.3f} rows={batch.num_rows}\n")
-        yield out
+        yield pack_records(batch) if self.pack else batch
 
     def _read_batch(self, partition: InputPartition) -> Any:
         import pyarrow as pa

@@ -34,10 +34,6 @@ from kspark.runtime.task import SourceBatch
 from kspark.spark.sources import PACKED_PREFIX, unpack_records
 from kspark.state.changelog import ChangelogCodec
 
-import os as _os0, time as _time0
-if _os0.environ.get("KSPARK_STAGE_TIMING"):
-    with open(f"/tmp/kprof/stage-{_os0.getpid()}.log", "a") as _f0:
-        _f0.write(f"module import at {_time0.time():.3f}\n")
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
 _TOPOLOGIES: dict[str, Any] = {}
 #: repartition rows get offsets ``upstream_partition * UPSTREAM_STRIDE + seq``
@@ -98,10 +94,6 @@ class StageProcessor(StatefulProcessor):
         self.changelog_topics = changelog_topics or {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        import os as _os, time as _time
-        if _os.environ.get("KSPARK_STAGE_TIMING"):
-            with open(f"/tmp/kprof/stage-{_os.getpid()}.log", "a") as _f:
-                _f.write(f"init at {_time.time():.3f}\n")
         self.meta = handle.getValueState("task", "blob binary")
         self.buckets = handle.getMapState("buckets", "store string, bucket int", "blob binary")
 
@@ -111,14 +103,8 @@ class StageProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        import os as _os, time as _time
-        _t0 = _time.perf_counter()
-        _t0abs = _time.time()
         partition = int(key[0])
-        _parts = list(rows)
-        _t1 = _time.perf_counter()
-        frame = _unpacked(pd.concat(_parts, ignore_index=True))
-        _t2 = _time.perf_counter()
+        frame = _unpacked(pd.concat(list(rows), ignore_index=True))
         topology = _load_topology(self.topology_blob, self.digest)
         sub = topology.sub_topologies()[self.sub_topology_id]
         own = frame["topic"].isin(sub.source_topics) & (frame["kind"] == KIND_RECORD)
@@ -133,30 +119,21 @@ class StageProcessor(StatefulProcessor):
         if not len(mine) and not ticks.any():
             return
         out = self._run_task(topology, sub, partition, mine)
-        _t3 = _time.perf_counter()
-        if _os.environ.get("KSPARK_STAGE_TIMING"):
-            with open(f"/tmp/kprof/stage-{_os.getpid()}.log", "a") as _f:
-                _f.write(f"start={_t0abs:.3f} end={_time.time():.3f} p={partition} rows={len(frame)} chunks={len(_parts)} read={_t1-_t0:.3f} concat={_t2-_t1:.3f} task={_t3-_t2:.3f} {getattr(self, '_timing', '')}\n")
         if len(out):  # pyspark 4.3 cannot convert an empty result frame to Arrow
             yield out
 
     def _run_task(
         self, topology: Any, sub: Any, partition: int, frame: pd.DataFrame
     ) -> pd.DataFrame:
-        import time as _time
-        _a = _time.perf_counter()
-        _b_ = _ordered(frame)
-        _b = _time.perf_counter()
         result = run_task_batch(
             topology,
             sub,
             partition,
-            _b_,
+            _ordered(frame),
             SparkTaskState(self.meta, self.buckets),
             self.config,
             changelog_stores=self.changelog_topics.keys(),
         )
-        _c = _time.perf_counter()
         task_id = f"{sub.id}_{partition}"
         base = partition * UPSTREAM_STRIDE + result.first_output_seq
         out = result.output
@@ -189,9 +166,7 @@ class StageProcessor(StatefulProcessor):
             )
             for column, value in zip(OUTPUT_COLUMNS, metrics_row):
                 rows[column].append(value)
-        _df = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
-        self._timing = f"ordered={_b-_a:.3f} batch={_c-_b:.3f} out={_time.perf_counter()-_c:.3f} fast={result.fast_records} outputs={len(result.output)}"
-        return _df
+        return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
     def _partitions_of(self, topics: list[str], keys: list[bytes | None]) -> list[int]:
         """The partition of each output record (Kafka's default partitioner by key), hashing

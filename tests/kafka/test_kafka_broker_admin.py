@@ -68,7 +68,9 @@ def test_limit_ranges_shares_the_limit_and_always_progresses():
     assert ends == {("t", 0): 75, ("t", 1): 35, ("t", 2): 5}
     assert limit_ranges(avail, 1000) == {("t", 0): 300, ("t", 1): 110, ("t", 2): 5}
     tiny = limit_ranges({("t", 0): (0, 1000), ("t", 1): (0, 1)}, 1)
-    assert tiny[("t", 0)] >= 1  # never stuck
+    assert tiny == {("t", 0): 1, ("t", 1): 0}  # never stuck, never over the limit
+    uneven = limit_ranges({("t", p): (0, 33) for p in range(3)}, 50)
+    assert sum(uneven.values()) == 50 and max(uneven.values()) - min(uneven.values()) <= 1
 
 
 def _config(admin, name):
