@@ -125,10 +125,10 @@ class InMemoryWindowStore(SegmentedStore):
             if value is not None:
                 self.context.record_dropped("expired-segment", self._drop_detail(key, window_start))
             return
-        if self.retain_duplicates:
-            self._seqnum += 1
         if value is not None and not self._live(window_start):
             return  # stored in a live segment but already expired: invisible, not forwarded
+        if self.retain_duplicates:
+            self._seqnum += 1
         # A remove is logged even when nothing was stored: its window start moves observed
         # stream time, and the changelog must carry that to rebuild the store exactly.
         self._changed(self._store_key(key, window_start, seq), old, value, timestamp)
