@@ -112,8 +112,10 @@ def demo(
         str | None, typer.Option(help="File for Spark's and the broker's log output.")
     ] = None,
 ) -> None:
-    """Run the main job end to end: embedded broker, generated clickstream, the sessions app
-    on local Spark from topic to topic, live progress, a summary table and a PNG plot."""
+    """Run the main job: clicks -> embedded Kafka -> sessions app on local Spark -> Kafka.
+
+    Shows live progress, then a summary table; writes a PNG plot of the sessions (--out).
+    """
     import os
     import tempfile
 

@@ -686,16 +686,16 @@ class SessionBatch:
                 out.append((e, int(wmax[j]), int(wmin[j]), keys[int(cl_code[int(cl[j])])],
                             aggs[j]))
         out.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
-        view = self.view
-        i = 0
-        while i < len(out):
-            e = out[i][0]
-            group = []
-            while i < len(out) and out[i][0] == e:
-                _, end, start, key, agg = out[i]
-                group.append(Record(Windowed(key, Window(start, end)), Change(agg, None), end))
-                i += 1
-            view.forward_at(e, group)
+        positions: list[int] = []
+        groups: list[list[Record]] = []
+        last = -1
+        for e, end, start, key, agg in out:
+            if e != last:
+                positions.append(e)
+                groups.append([])
+                last = e
+            groups[-1].append(Record(Windowed(key, Window(start, end)), Change(agg, None), end))
+        self.view.forward_groups(positions, groups)
 
     def _emitted(self, created: np.ndarray, removed: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Which versions are forwarded: the first record whose close time passes the end

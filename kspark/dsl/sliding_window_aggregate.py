@@ -12,7 +12,6 @@ its result's timestamp. With ``close = observed stream time - grace`` a window i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kspark.dsl.time_window_aggregate import (
@@ -26,7 +25,7 @@ from kspark.dsl.time_window_aggregate import (
 )
 from kspark.records import Record, ValueAndTimestamp
 from kspark.state.builders import StoreBuilder, Stores
-from kspark.windows import EmitStrategy, SlidingWindows, Window, Windowed
+from kspark.windows import SlidingWindows, Window, Windowed
 
 
 def sliding_window_store_builder(
@@ -59,20 +58,8 @@ def sliding_window_store_builder(
 class SlidingWindowAggregateProcessor(WindowedAggregateBase):
     """Aggregates records into sliding windows."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: SlidingWindows,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        emit_strategy: EmitStrategy | None = None,
-    ) -> None:
-        super().__init__(store_name, emit_strategy)
-        if not isinstance(windows, SlidingWindows):
-            raise TypeError(f"windows must be SlidingWindows, got {windows!r}")
-        self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
+    windows_type = SlidingWindows
+    windows: SlidingWindows
 
     def process(self, record: Record) -> None:
         if drop_null(self.context, record):

@@ -127,8 +127,25 @@ def emit_strategy_type(emit_strategy: EmitStrategy | None) -> EmitType:
 class WindowedAggregateBase(Processor):
     """Store access and forwarding shared by the time and sliding window aggregations."""
 
-    def __init__(self, store_name: str, emit_strategy: EmitStrategy | None) -> None:
+    #: the windows class the aggregation takes
+    windows_type: type = object
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: Any,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        emit_strategy: EmitStrategy | None = None,
+    ) -> None:
+        if not isinstance(windows, self.windows_type):
+            raise TypeError(
+                f"windows must be {self.windows_type.__name__}, got {windows!r}"
+            )
         self.store_name = store_name
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
         self.emit_final = emit_strategy_type(emit_strategy) is EmitType.ON_WINDOW_CLOSE
 
     def init(self, context: ProcessorContext) -> None:
@@ -204,20 +221,8 @@ def time_window_store_builder(
 class TimeWindowAggregateProcessor(WindowedAggregateBase):
     """Aggregates records into tumbling or hopping windows (SEMANTICS.md §3)."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: TimeWindows,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        emit_strategy: EmitStrategy | None = None,
-    ) -> None:
-        super().__init__(store_name, emit_strategy)
-        if not isinstance(windows, TimeWindows):
-            raise TypeError(f"windows must be TimeWindows, got {windows!r}")
-        self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
+    windows_type = TimeWindows
+    windows: TimeWindows
 
     def process(self, record: Record) -> None:
         if drop_null(self.context, record):

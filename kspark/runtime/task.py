@@ -252,14 +252,27 @@ class BatchView:
 
     def forward_at(self, i: int, records: list[Record]) -> None:
         """Forward ``records`` from the processor while record ``i`` is being processed."""
-        forward = self.task.forward
-        node = self.node
+        self.forward_groups([i], [records])
 
-        def emit() -> None:
-            for rec in records:
-                forward(node, rec)
-
-        self.task._run_in(node, int(self.timestamps[i]), self._enter(i), emit)
+    def forward_groups(self, positions: list[int], groups: list[list[Record]]) -> None:
+        """For each position ``i`` in increasing order, forward its group of records from the
+        processor while record ``i`` is being processed."""
+        task, node, batch = self.task, self.node, self.batch
+        forward = task.forward
+        stamps = self.timestamps[positions].tolist()
+        stream_times = self.stream_times[positions].tolist()
+        parts = batch.partitions[positions].tolist()
+        offsets = batch.offsets[positions].tolist()
+        previous = task._current_node, task._timestamp, task._metadata
+        try:
+            for k, i in enumerate(positions):
+                task.stream_time = stream_times[k]
+                task._current_node, task._timestamp = node, stamps[k]
+                task._metadata = RecordMetadata(batch.topic_at(i), parts[k], offsets[k])
+                for rec in groups[k]:
+                    forward(node, rec)
+        finally:
+            task._current_node, task._timestamp, task._metadata = previous
 
 
 def _describe_key(key: Any) -> str:
@@ -312,6 +325,8 @@ class Task:
         self._children: dict[str, list[str]] = {}
         self._source_by_topic: dict[str, SourceNode] = {}
         self.processors: dict[str, Any] = {}
+        #: sink node name -> (node, key serde, value serde)
+        self._sinks: dict[str, tuple[SinkNode, Any, Any]] = {}
         self.stores: dict[str, StoreBase] = {}
         self._initialized = False
 
@@ -545,13 +560,17 @@ class Task:
             finally:
                 self._current_node, self._timestamp = previous, previous_ts
             return
-        node = self.topology.nodes[name]
-        if isinstance(node, SinkNode):
-            self._write_sink(node, record)
-
-    def _write_sink(self, node: SinkNode, record: Record) -> None:
-        key_serde = node.key_serde or self.config.default_key_serde
-        value_serde = node.value_serde or self.config.default_value_serde
+        sink = self._sinks.get(name)
+        if sink is None:
+            node = self.topology.nodes[name]
+            if not isinstance(node, SinkNode):
+                return
+            sink = self._sinks[name] = (
+                node,
+                node.key_serde or self.config.default_key_serde,
+                node.value_serde or self.config.default_value_serde,
+            )
+        node, key_serde, value_serde = sink
         try:
             key = key_serde.serialize(record.key)
             value = value_serde.serialize(record.value)

@@ -176,17 +176,22 @@ class StreamsApp:
             return _from_kafka_columns(spec)
         raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
 
+    @property
+    def task_count(self) -> int:
+        """Tasks per sub-topology: the largest partition count of the app's topics."""
+        return max(self._topic_partitions().values() or [1])
+
     def build_query_frame(self) -> Any:
         """The streaming DataFrame of output rows (before the sink)."""
         from pyspark import cloudpickle
         from pyspark.sql import functions as F
 
-        from kspark.spark.stage import StageProcessor
+        from kspark.spark.stage import StageProcessor, task_group_column
 
         spark = self.spark
         frames = [self._source_frame(t) for t in self.topology.external_source_topics()]
         topic_partitions = self._topic_partitions()
-        tasks = max(topic_partitions.values() or [1])
+        tasks = self.task_count
         self._ticks = self._needs_ticks()
         if self._ticks:
             interval = self.config.extra.get("spark.kspark.tick.ms", 1000)
@@ -213,7 +218,9 @@ class StreamsApp:
         spark.conf.set("spark.sql.shuffle.partitions", str(max(tasks, 1)))
         changelogs = self._changelog_topics()
         for sub in self._stages:
-            frame = frame.groupBy("partition").transformWithStateInPandas(
+            # one shuffle partition per task, so that tasks run side by side
+            frame = frame.withColumn("task_group", task_group_column(F.col("partition"), tasks))
+            frame = frame.groupBy("task_group").transformWithStateInPandas(
                 StageProcessor(blob, sub.id, self.config, topic_partitions, changelogs),
                 OUTPUT_DDL,
                 "Append",

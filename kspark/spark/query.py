@@ -27,7 +27,7 @@ from kspark.state.views import ReadOnlyStoreView, read_only_view
 
 APP_INFO = "app.json"
 QUERY_DIR = "query"
-INFO_FORMAT = 1
+INFO_FORMAT = 2  # 2: state keys are task grouping values (see "tasks")
 
 
 # -- app.json --------------------------------------------------------------------------------
@@ -59,6 +59,8 @@ def app_info(app: Any) -> dict[str, Any]:
         "query_dir": QUERY_DIR,
         "state_buckets": app.config.state_buckets,
         "operators": len(stages),
+        # the state key of a task is a grouping value v with v % tasks == the task's partition
+        "tasks": app.task_count,
         "stores": stores,
     }
 
@@ -150,8 +152,12 @@ class StateReader:
 
     def task_metas(self, operator: int, batch: int) -> dict[int, dict[str, Any]]:
         """Each task's checkpoint (``Task.checkpoint_state``) by partition."""
-        rows = self._reader(operator, "task", batch).select("key.partition", "value.blob")
-        return {int(p): pickle.loads(bytes(blob)) for p, blob in rows.collect()}
+        rows = self._reader(operator, "task", batch).select("key.task_group", "value.blob")
+        return {self._task(g): pickle.loads(bytes(blob)) for g, blob in rows.collect()}
+
+    def _task(self, group: int) -> int:
+        """The task (partition) of a state key's grouping value."""
+        return int(group) % int(self.info["tasks"])
 
     def buckets(self, operator: int, store: str, batch: int) -> dict[int, dict[int, bytes]]:
         """``partition -> bucket -> pickled bucket data`` of one store."""
@@ -159,11 +165,11 @@ class StateReader:
 
         frame = self._reader(operator, "buckets", batch)
         rows = frame.where(F.col("user_map_key.store") == store).select(
-            "key.partition", "user_map_key.bucket", "user_map_value.blob"
+            "key.task_group", "user_map_key.bucket", "user_map_value.blob"
         )
         out: dict[int, dict[int, bytes]] = {}
-        for partition, bucket, blob in rows.collect():
-            out.setdefault(int(partition), {})[int(bucket)] = bytes(blob)
+        for group, bucket, blob in rows.collect():
+            out.setdefault(self._task(group), {})[int(bucket)] = bytes(blob)
         return out
 
     def _operator(self, name: str, batch: int) -> tuple[int, dict[int, dict[str, Any]]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -12,8 +13,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from kspark.io.schema import INPUT_ARROW, INPUT_DDL, TICK_TOPIC
 
-#: Parquet files are read in parallel by row group; row groups larger than this in slices
-PARQUET_SLICE_ROWS = 1_000_000
+#: Parquet files are read in parallel, by row group; a row group of more than this many rows
+#: in two halves (each half decodes the whole row group, so not more)
+PARQUET_SPLIT_ROWS = 100_000
 
 
 class _FilePartition(InputPartition):
@@ -85,16 +87,14 @@ class FileStreamReader(DataSourceStreamReader):
         for i in range(start["files"], end["files"]):
             path = os.path.join(self.path, files[i])
             groups = _parquet_row_groups(path) if self.format == "parquet" else None
-            if not groups or (len(groups) == 1 and groups[0] <= PARQUET_SLICE_ROWS):
+            if not groups or (len(groups) == 1 and groups[0] <= PARQUET_SPLIT_ROWS):
                 out.append(_FilePartition(path, i))
                 continue
             lo = 0
             for rows in groups:
-                step = rows if rows <= 2 * PARQUET_SLICE_ROWS else PARQUET_SLICE_ROWS
-                out.extend(
-                    _FilePartition(path, i, at, min(at + step, lo + rows))
-                    for at in range(lo, lo + rows, step)
-                )
+                cuts = [lo, lo + rows // 2, lo + rows] if rows > PARQUET_SPLIT_ROWS else [
+                    lo, lo + rows]
+                out.extend(_FilePartition(path, i, a, b) for a, b in pairwise(cuts))
                 lo += rows
         return out
 
@@ -168,13 +168,14 @@ def pack_records(batch: Any) -> Any:
     every record keeps its offset."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from kspark.io.schema import INPUT_ARROW
 
     n = batch.num_rows
-    if not n:
-        return batch
     topics = batch.column("topic")
+    if not n or topics.null_count or len(pc.unique(topics)) != 1:
+        return batch
     topic = topics[0].as_py()
     parts = batch.column("partition").to_numpy(zero_copy_only=False)
     order = np.argsort(parts, kind="stable")

@@ -19,7 +19,7 @@ import hashlib
 import heapq
 import json
 import pickle
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,54 @@ OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "of
 _TOPOLOGIES: dict[str, Any] = {}
 #: repartition rows get offsets ``upstream_partition * UPSTREAM_STRIDE + seq``
 UPSTREAM_STRIDE = 1 << 40
+
+
+def spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3Hash`` of an ``int`` column value (what ``hash(col)`` and hash
+    partitioning compute), as a signed 32-bit int."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = (value & mask) * 0xCC9E2D51 & mask
+    k1 = rotl(k1, 15) * 0x1B873593 & mask
+    h1 = seed & mask ^ k1
+    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & mask
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & mask
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def task_group_values(tasks: int) -> list[int]:
+    """For each task ``p``, the smallest ``v >= 0`` with ``v % tasks == p`` that Spark's hash
+    partitioning into ``tasks`` shuffle partitions places in partition ``p``.
+
+    Grouping the stages by these values instead of the task number gives every task its own
+    shuffle partition (the task numbers themselves collide: with 4 partitions, tasks 0, 1 and
+    3 all hash to partition 3, so one core runs three tasks); :class:`StageProcessor` takes
+    the task back as ``key % tasks``."""
+    out = []
+    for p in range(tasks):
+        v = p
+        while spark_hash_int(v) % tasks != p:
+            v += tasks
+        out.append(v)
+    return out
+
+
+def task_group_column(partition: Any, tasks: int) -> Any:
+    """The grouping column of the stages: ``partition`` mapped by :func:`task_group_values`
+    (other values, if any, unchanged)."""
+    from pyspark.sql import functions as F
+
+    values = task_group_values(tasks)
+    mapping = F.create_map(*[F.lit(x) for p, v in enumerate(values) for x in (p, v)])
+    return F.coalesce(mapping[partition], partition)
 
 
 def _load_topology(blob: bytes, digest: str) -> Any:
@@ -92,6 +140,8 @@ class StageProcessor(StatefulProcessor):
         self.topic_partitions = topic_partitions
         #: store -> changelog topic, for the stores whose changelog is written out
         self.changelog_topics = changelog_topics or {}
+        #: number of tasks: the grouping key is the task or a value of ``task_group_values``
+        self.tasks = max([*topic_partitions.values(), 1])
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", "blob binary")
@@ -103,7 +153,7 @@ class StageProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        partition = int(key[0])
+        partition = int(key[0]) % self.tasks
         frame = _unpacked(pd.concat(list(rows), ignore_index=True))
         topology = _load_topology(self.topology_blob, self.digest)
         sub = topology.sub_topologies()[self.sub_topology_id]
@@ -129,7 +179,7 @@ class StageProcessor(StatefulProcessor):
             topology,
             sub,
             partition,
-            _ordered(frame),
+            _ordered(frame, topology.internal_topics),
             SparkTaskState(self.meta, self.buckets),
             self.config,
             changelog_stores=self.changelog_topics.keys(),
@@ -246,22 +296,38 @@ def _unpacked(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([frame[~packed][OUTPUT_COLUMNS], records], ignore_index=True)
 
 
-def _ordered(frame: pd.DataFrame) -> SourceBatch:
+def _ordered(frame: pd.DataFrame, repartition_topics: Collection[str] = ()) -> SourceBatch:
     """Records of each topic-partition in offset order; across topics, the one whose next
     record has the smallest timestamp goes first (as a Kafka Streams task chooses). Built as
-    columns, without a Python object per record."""
+    columns, without a Python object per record.
+
+    A repartition topic's rows come from several upstream tasks, each in its own offset range
+    (``upstream * UPSTREAM_STRIDE + seq``) and written side by side within the micro-batch;
+    each upstream task's rows are merged by timestamp like a topic of their own, as they
+    would interleave on a Kafka partition, rather than one upstream task after another."""
     topics = frame["topic"].to_numpy(dtype=object)
     offsets = frame["offset"].to_numpy(dtype=np.int64)
     stamps = frame["timestamp"].to_numpy(dtype=np.int64)
     names = pd.unique(topics)
-    if len(names) <= 1:
+    split = [n for n in names if n in repartition_topics]
+    if len(names) <= 1 and not split:
         order = None if _ascending(offsets) else np.argsort(offsets, kind="stable")
         topic = str(names[0]) if len(names) else ""
         return _batch(frame, order, topic, None)
     runs = []
     for name in sorted(names):
         idx = np.flatnonzero(topics == name)
-        runs.append(idx[np.argsort(offsets[idx], kind="stable")])
+        idx = idx[np.argsort(offsets[idx], kind="stable")]
+        if name in split:
+            upstream = offsets[idx] // UPSTREAM_STRIDE
+            cuts = np.flatnonzero(upstream[1:] != upstream[:-1]) + 1
+            runs.extend(np.split(idx, cuts))
+        else:
+            runs.append(idx)
+    if len(runs) == 1:
+        order = runs[0]
+        topic = str(names[0])
+        return _batch(frame, None if _ascending(order) else order, topic, None)
     heads = [(int(stamps[run[0]]), i, 0) for i, run in enumerate(runs)]
     heapq.heapify(heads)
     merged: list[int] = []
@@ -272,6 +338,8 @@ def _ordered(frame: pd.DataFrame) -> SourceBatch:
         if j + 1 < len(run):
             heapq.heappush(heads, (int(stamps[run[j + 1]]), i, j + 1))
     order = np.array(merged, dtype=np.int64)
+    if len(names) == 1:
+        return _batch(frame, order, str(names[0]), None)
     return _batch(frame, order, None, topics[order].tolist())
 
 

@@ -1,0 +1,166 @@
+"""The Spark stage's columnar input path without Spark: records packed many to a row by the file
+source come back unchanged, the vectorised Parquet reader gives exactly the row-by-row reader's
+records, ``_ordered`` keeps the processing order of the record-by-record version, and the task
+grouping values spread tasks over shuffle partitions."""
+
+from __future__ import annotations
+
+import heapq
+import os
+import random
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kspark.io.files import OFFSET_STRIDE, file_rows
+from kspark.io.schema import INPUT_ARROW, KIND_RECORD
+from kspark.runtime.task import SourceRecord
+from kspark.spark import sources
+from kspark.spark.sources import _parquet_batch, pack_records
+from kspark.spark.stage import (
+    OUTPUT_COLUMNS,
+    _ordered,
+    _unpacked,
+    spark_hash_int,
+    task_group_values,
+)
+
+
+def input_batch(rows: list[tuple]) -> pa.RecordBatch:
+    keys, values, topics, parts, offsets, stamps = zip(*rows)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(keys, pa.binary()),
+            pa.array(values, pa.binary()),
+            pa.array(topics, pa.string()),
+            pa.array(parts, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array(stamps, pa.int64()),
+        ],
+        schema=INPUT_ARROW,
+    )
+
+
+def as_frame(batch: pa.RecordBatch) -> pd.DataFrame:
+    frame = batch.to_pandas()
+    frame.insert(0, "kind", KIND_RECORD)
+    frame["task"] = None
+    return frame[OUTPUT_COLUMNS]
+
+
+def test_packed_rows_unpack_to_the_same_records(monkeypatch):
+    monkeypatch.setattr(sources, "PACK_ROWS", 7)
+    rng = random.Random(3)
+    rows = [
+        (None if i % 11 == 0 else f"k{rng.randrange(9)}".encode(),
+         None if i % 13 == 0 else str(i).encode(), "clicks", rng.randrange(3), 1000 + i,
+         rng.randrange(10**6))
+        for i in range(100)
+    ]
+    plain = as_frame(input_batch(rows))
+    packed = pack_records(input_batch(rows))
+    assert packed.num_rows < 30
+    unpacked = _unpacked(as_frame(packed))
+    key = ["partition", "offset"]
+    assert (
+        unpacked.sort_values(key).reset_index(drop=True).equals(
+            plain.sort_values(key).reset_index(drop=True)
+        )
+    )
+    # mixed with rows of another source, which stay as they are
+    other = as_frame(input_batch([(b"x", b"1", "other", 1, 5, 7)]))
+    mixed = _unpacked(pd.concat([other, as_frame(packed)], ignore_index=True))
+    assert len(mixed) == len(rows) + 1
+    assert mixed.iloc[0].tolist() == other.iloc[0].tolist()
+
+
+def test_ordered_matches_the_record_by_record_order():
+    rng = random.Random(5)
+    rows = []
+    for topic in ("a", "b", "c"):
+        for off in rng.sample(range(1000), 40):
+            rows.append((b"k", b"v", topic, 0, off, rng.randrange(500)))
+    rng.shuffle(rows)
+    frame = as_frame(input_batch(rows))
+
+    # the original algorithm: per topic by offset; across topics the smallest next timestamp
+    per_topic = []
+    for _, part in frame.sort_values(["topic", "offset"], kind="stable").groupby("topic"):
+        per_topic.append([SourceRecord(t, int(p), int(o), int(ts), k, v) for t, p, o, ts, k, v in
+                          zip(part.topic, part.partition, part.offset, part.timestamp, part.key,
+                              part.value)])
+    heads = [(lst[0].timestamp, i, 0) for i, lst in enumerate(per_topic)]
+    heapq.heapify(heads)
+    expected = []
+    while heads:
+        _, i, j = heapq.heappop(heads)
+        expected.append(per_topic[i][j])
+        if j + 1 < len(per_topic[i]):
+            heapq.heappush(heads, (per_topic[i][j + 1].timestamp, i, j + 1))
+
+    assert list(_ordered(frame).records()) == expected
+    single = frame[frame.topic == "b"]
+    assert list(_ordered(single).records()) == [r for r in expected if r.topic == "b"]
+    assert _ordered(single).topic == "b"
+
+
+@pytest.mark.parametrize("parts", [1, 4])
+def test_parquet_reader_equals_row_by_row_reader(tmp_path, parts):
+    path = os.path.join(tmp_path, "part.parquet")
+    table = pa.table({
+        "key": ["a", None, "b", "a", "ü", "c"] * 50,
+        "ts": list(range(300)),
+        "value": [1, 2, None, 1, 7, 3] * 50,
+        "text": ["x", "y\"", None, "é", "", "z"] * 50,
+    })
+    pq.write_table(table, path, row_group_size=64)
+    for value_field in ("value", "text", "missing"):
+        for lo, hi in ((0, None), (70, 200)):
+            batch = _parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
+                                   3 * OFFSET_STRIDE)
+            keys, values, stamps, partitions = (
+                c[lo:hi] for c in file_rows(path, "parquet", "key", value_field, "ts", parts)
+            )
+            got = batch.to_pydict()
+            assert got["key"] == keys
+            assert got["value"] == values
+            assert got["timestamp"] == stamps
+            assert got["partition"] == partitions
+            start = 3 * OFFSET_STRIDE + lo
+            assert got["offset"] == list(range(start, start + len(keys)))
+    # what the vectorised reader leaves to the row-by-row one
+    assert _parquet_batch(path, 0, None, "key", None, "ts", parts, "t", 0) is None
+    assert _parquet_batch(path, 0, None, "key", "value", "missing", parts, "t", 0) is None
+
+
+def test_task_group_values_spread_tasks_over_shuffle_partitions():
+    # Spark's hash() of the ints 0..3 (checked with spark.sql("select hash(cast(id as int))"))
+    assert [spark_hash_int(i) for i in range(4)] == [
+        933211791, -559580957, 1765031574, -1823081949
+    ]
+    for tasks in (1, 2, 3, 4, 6, 8, 16, 100):
+        values = task_group_values(tasks)
+        assert [v % tasks for v in values] == list(range(tasks))
+        assert [spark_hash_int(v) % tasks for v in values] == list(range(tasks))
+    assert np.unique([spark_hash_int(i) % 4 for i in range(4)]).size < 4  # why it is needed
+
+
+def test_repartition_rows_merge_upstream_tasks_by_timestamp():
+    # two upstream tasks wrote to partition 0 of a repartition topic in the same micro-batch;
+    # each task's rows keep their order, and the two interleave by timestamp
+    stride = 1 << 40
+    up0 = [(0 * stride + i, ts) for i, ts in enumerate([10, 20, 30, 15])]
+    up1 = [(1 * stride + i, ts) for i, ts in enumerate([5, 25, 26])]
+    rows = [(b"k", b"v", "app-repartition", 0, off, ts) for off, ts in up1 + up0]
+    frame = as_frame(input_batch(rows))
+    batch = _ordered(frame, {"app-repartition"})
+    got = [(r.offset, r.timestamp) for r in batch.records()]
+    assert got == [up1[0], up0[0], up0[1], up1[1], up1[2], up0[2], up0[3]]
+    for upstream in (up0, up1):  # each upstream task's own order is kept
+        assert [x for x in got if x in upstream] == upstream
+    # a topic not named as repartition topic stays in offset order
+    plain = [(r.offset, r.timestamp) for r in _ordered(frame).records()]
+    assert plain == up0 + up1
