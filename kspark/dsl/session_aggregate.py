@@ -194,7 +194,8 @@ class SessionWindowAggregateProcessor(Processor):
             type(store) is not InMemorySessionStore
             or store.read_only
             or (not self.emit_final and not self.caching)  # forwards every update
-            or (store.logging and view.captures_changelog(store.name))
+            # a logged store without a cache logs every write: record by record
+            or (store.logging and view.captures_changelog(store.name) and not store.caching)
             or view.stores_of_other_nodes(store.name)
             or store.observed_stream_time != observed
             or store.retention_ms <= gap + grace
@@ -245,7 +246,8 @@ class SessionBatch:
     (close time, expiry bound) the record-by-record path has at each record.
 
     Results are then put in record order: cached changes by the position of their last update
-    (a change created and removed within the batch flushes nothing, as no changelog is kept),
+    (a change created and removed within the batch forwards nothing; with the store's
+    changelog captured it still flushes a tombstone, as the record-by-record cache does),
     and ``on_window_close`` results by the record whose close time passes them, each session
     version being forwarded if it is stored then and not removed by that record.
     """
@@ -265,7 +267,13 @@ class SessionBatch:
         self.observed0 = observed
         self.last_emit = last_emit
         self.floor = -1 if last_emit is None else last_emit
-        self.replay = not proc.emit_final and proc.caching
+        #: the store's changes go to its changelog (through its cache, flushed at commit)
+        self.logged = bool(
+            self.store.logging and self.store.caching and view.captures_changelog(self.store.name)
+        )
+        #: cached changes are computed and put into the store's cache: for forwarding on
+        #: flush (emit on update with caching) and for the changelog
+        self.replay = (not proc.emit_final and proc.caching) or self.logged
         self.keys = view.keys.uniques
         #: per key code: stored sessions removed, sessions to store
         self.removes: dict[int, list[tuple[int, int]]] = {}
@@ -387,11 +395,10 @@ class SessionBatch:
         proc.state[OBSERVED] = final_observed
         store.advance_observed(final_observed)
         self._write(np.unique(cl_code).tolist())
-        if proc.emit_final:
-            if snapshot is not None:
-                self._emit(snapshot, good, cl, pos, wmin, wmax, aggs, cl_code)
-                proc.state[LAST_EMIT] = int(close[-1])
-        elif self.replay:
+        if proc.emit_final and snapshot is not None:
+            self._emit(snapshot, good, cl, pos, wmin, wmax, aggs, cl_code)
+            proc.state[LAST_EMIT] = int(close[-1])
+        if self.replay:
             self.events.sort(key=lambda e: (e[0], e[1]))
             changed = store._changed
             for _, _, store_key, old, new_value, stamp in self.events:
@@ -506,7 +513,9 @@ class SessionBatch:
             else:
                 entry[0], entry[1], entry[3], entry[4] = p, seq, new_value, stamp
         for (end, start), (p, seq, old, new_value, stamp) in last.items():
-            if old is not None or new_value is not None:
+            # a session made and removed within the batch flushes a tombstone to the
+            # changelog only (nothing is forwarded)
+            if old is not None or new_value is not None or self.logged:
                 self.events.append(
                     (p, seq, Windowed(key, Window(start, end)), old, new_value, stamp)
                 )
@@ -620,6 +629,8 @@ class SessionBatch:
         final = Windowed(key, Window(start, end))
         p0, p_last = int(pos[f]), int(pos[last])
         events = self.events
+        if self.logged:
+            self._intermediate_tombstones(key, f, last, pos, wmin, wmax, found)
         for seq, (fe, fs, fagg, _) in enumerate(found):
             if len(found) == 1 and wmin[f] == fs and wmax[f] == fe:
                 # the first record lands inside the stored session: same window again
@@ -633,6 +644,31 @@ class SessionBatch:
             else:
                 events.append((p0, seq, Windowed(key, Window(fs, fe)), fagg, None, fe))
         events.append((p_last, _LAST_SEQ, final, None, agg, end))
+
+    def _intermediate_tombstones(
+        self,
+        key: Any,
+        f: int,
+        last: int,
+        pos: np.ndarray,
+        wmin: np.ndarray,
+        wmax: np.ndarray,
+        found: Any,
+    ) -> None:
+        """The changelog tombstones of the sessions a simple cluster made and replaced within
+        the batch: each window but the last, removed by the first record that grows it (a
+        stored session among them has its own change, with its old value)."""
+        lo, hi = wmin[f : last + 1], wmax[f : last + 1]
+        grown = np.flatnonzero((lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1]))
+        if not len(grown):
+            return
+        stored = {(fs, fe) for fe, fs, _, _ in found}
+        events = self.events
+        for k in grown.tolist():
+            start, end = int(lo[k]), int(hi[k])
+            if (start, end) not in stored:
+                events.append((int(pos[f + k + 1]), 0, Windowed(key, Window(start, end)),
+                               None, None, end))
 
     def _code_of(self, c: int) -> int:
         return int(self._cl_code[c])

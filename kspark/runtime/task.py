@@ -464,11 +464,13 @@ class Task:
             return None
         node = self.source_node(batch.topic)
         children = self._children[node.name]
-        if len(children) != 1:
-            return None
-        processor = self.processors.get(children[0])
-        fast = getattr(processor, "process_batch", None)
-        if fast is None or int(batch.timestamps.min()) < 0:
+        fasts = [getattr(self.processors.get(c), "process_batch", None) for c in children]
+        if (
+            not children
+            or None in fasts
+            or int(batch.timestamps.min()) < 0
+            or not self._separate_branches(children)
+        ):
             return None
         keys = decode_column(batch.keys, node.key_serde or self.config.default_key_serde,
                              dedupe=True)
@@ -479,23 +481,61 @@ class Task:
         )
         if values is None:
             return None
-        view = BatchView(self, children[0], batch, keys, values)
+        # each branch sees the batch as the record-by-record path shows it to that child; the
+        # branches share no node and no sink topic, so running them one after another keeps
+        # every topic's order
+        views = [BatchView(self, child, batch, keys, values) for child in children]
         initial_stream_time = self.stream_time
-        final_stream_time = int(view.stream_times[-1])
+        final_stream_time = int(views[0].stream_times[-1])
+        counts = []
         try:
-            handled = fast(view)
+            for fast, view in zip(fasts, views):
+                handled = fast(view)
+                if handled is None and counts:
+                    raise FastPathAborted(
+                        f"task {self.task_id}: {view.node} declined the batch after "
+                        f"{children[0]} took it"
+                    )
+                if handled is None:
+                    break
+                counts.append(handled)
+        except FastPathAborted:
+            raise
         except Exception as exc:
             raise FastPathAborted(f"task {self.task_id}: {type(exc).__name__}: {exc}") from exc
         finally:
             self._metadata = None
-        if handled is None:
+        if not counts:
             self.stream_time = initial_stream_time
             return None
+        handled = min(counts)
         self.stream_time = final_stream_time
         if self.config.close_on_idle_ms is not None:
             self.last_input_wall_ms = self.wall_clock_ms()
         self.metrics.counters["process-total"] += len(batch)
         return handled
+
+    def _separate_branches(self, children: list[str]) -> bool:
+        """Whether the sub-graphs below ``children`` share no node and no sink topic."""
+        if len(children) == 1:
+            return True
+        seen: set[str] = set()
+        topics: set[str] = set()
+        for child in children:
+            branch, todo = set(), [child]
+            while todo:
+                name = todo.pop()
+                if name not in branch:
+                    branch.add(name)
+                    todo.extend(self._children.get(name, ()))
+            sinks = {
+                n.topic for n in map(self.topology.nodes.get, branch) if isinstance(n, SinkNode)
+            }
+            if branch & seen or sinks & topics:
+                return False
+            seen |= branch
+            topics |= sinks
+        return True
 
     def _deserialization_failed(
         self, rec: SourceRecord, node: SourceNode, exc: SerializationError

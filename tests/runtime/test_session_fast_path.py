@@ -53,15 +53,17 @@ def state_of(state: DictTaskState) -> tuple:
     return meta, buckets
 
 
-def run(topo, batches, fast: bool):
+def run(topo, batches, fast: bool, logged: bool = False):
     config = StreamsConfig.of(None, application_id="fast-test")
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     outputs, counters, used = [], [], 0
     for batch in batches:
         result = run_task_batch(topo, sub, 0, SourceBatch.from_records(batch), state, config,
-                                wall_clock=lambda: 0, fast_path=fast, changelog_stores=())
+                                wall_clock=lambda: 0, fast_path=fast,
+                                changelog_stores=None if logged else ())
         outputs.append([(o.topic, o.key, o.value, o.timestamp, o.headers) for o in result.output])
+        outputs.append(result.changelog)
         counters.append(dict(result.metrics.counters))
         used += result.fast_records
     return outputs, counters, state_of(state), used
@@ -88,8 +90,10 @@ records_strategy = st.lists(
     caching=st.booleans(),
     kind=st.sampled_from(["count", "list"]),
     drift=st.integers(0, 6),
+    logged=st.booleans(),
 )
-def test_fast_path_equals_record_path(steps, cuts, gap, grace, on_close, caching, kind, drift):
+def test_fast_path_equals_record_path(steps, cuts, gap, grace, on_close, caching, kind, drift,
+                                      logged):
     # mostly increasing time with jitter, so that both paths get exercised
     recs, now = [], 0
     for i, (key, value, jitter) in enumerate(steps):
@@ -100,8 +104,8 @@ def test_fast_path_equals_record_path(steps, cuts, gap, grace, on_close, caching
     bounds = sorted({c for c in cuts if c < len(recs)})
     batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
     topo = topology(gap, grace, on_close, caching, kind)
-    fast = run(topo, batches, True)
-    exact = run(topo, batches, False)
+    fast = run(topo, batches, True, logged)
+    exact = run(topo, batches, False, logged)
     assert exact[3] == 0
     assert fast[0] == exact[0]
     assert fast[1] == exact[1]
@@ -116,6 +120,23 @@ def test_fast_path_is_used_on_ordered_input():
     exact = run(topo, [recs[:150], recs[150:]], False)
     assert fast[3] > 250
     assert fast[:3] == exact[:3]
+
+
+def test_fast_path_with_a_captured_changelog_logs_what_the_record_path_logs():
+    # sessions grow record by record within a batch: the cache flushes a tombstone for each
+    # window it replaced, and the final window, as the record-by-record path does
+    recs = [SourceRecord("in", 0, i, 1000 * (i // 3) + (i % 3), S.serialize(f"k{i % 5}"),
+                         J.serialize(1)) for i in range(300)]
+    for on_close in (True, False):
+        topo = topology(5_000, 1_000, on_close, True, "count")
+        fast = run(topo, [recs[:150], recs[150:]], True, logged=True)
+        exact = run(topo, [recs[:150], recs[150:]], False, logged=True)
+        assert fast[3] > 250
+        changelogs = [o for o in exact[0] if isinstance(o, dict)]
+        assert sum(len(c["agg-store"]) for c in changelogs) > 100
+        tombstones = [e for c in changelogs for e in c["agg-store"] if e[1] is None]
+        assert tombstones
+        assert fast[:3] == exact[:3]
 
 
 def test_user_function_failure_reports_like_the_record_path():
@@ -152,3 +173,59 @@ def test_source_batch_round_trip():
     single = SourceBatch.from_records([r for r in recs if r.topic == "a"])
     assert single.topic == "a"
     assert list(single.records()) == [r for r in recs if r.topic == "a"]
+
+
+def per_topic(outputs):
+    """Each batch's output records by topic (the order within a topic is what Kafka keeps),
+    and its changelogs."""
+    out = []
+    for item in outputs:
+        if isinstance(item, dict):
+            out.append(item)
+        else:
+            by_topic = {}
+            for rec in item:
+                by_topic.setdefault(rec[0], []).append(rec)
+            out.append(by_topic)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=records_strategy,
+    cuts=st.lists(st.integers(1, 120), max_size=4),
+    on_close=st.booleans(),
+    logged=st.booleans(),
+)
+def test_two_aggregations_of_one_stream_equal_the_record_path(steps, cuts, on_close, logged):
+    # the main job's shape: a session count and a session aggregate on the same grouped stream
+    from kspark.examples import sessions
+
+    recs, now = [], 0
+    for i, (key, value, jitter) in enumerate(steps):
+        now += 700 * (jitter % 5)
+        ts = max(0, now - 1000 * (jitter % 30)) if jitter % 6 == 0 else now
+        page = None if value is None else {"page": f"/p{value}"}
+        recs.append(SourceRecord("clicks", 0, i, ts, None if key is None else S.serialize(key),
+                                 None if page is None else J.serialize(page)))
+    bounds = sorted({c for c in cuts if c < len(recs)})
+    batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
+    topo = sessions.topology(emit_on_close=on_close)
+    fast = run(topo, batches, True, logged)
+    exact = run(topo, batches, False, logged)
+    assert per_topic(fast[0]) == per_topic(exact[0])
+    assert fast[1] == exact[1]
+    assert fast[2] == exact[2]
+
+
+def test_two_aggregations_take_the_fast_path():
+    from kspark.examples import sessions
+
+    recs = [SourceRecord("clicks", 0, i, 1000 * (i // 3) + (i % 3), S.serialize(f"k{i % 5}"),
+                         J.serialize({"page": "/"})) for i in range(300)]
+    topo = sessions.topology()
+    fast = run(topo, [recs[:150], recs[150:]], True, logged=True)
+    exact = run(topo, [recs[:150], recs[150:]], False, logged=True)
+    assert fast[3] > 250
+    assert per_topic(fast[0]) == per_topic(exact[0])
+    assert fast[1:3] == exact[1:3]
