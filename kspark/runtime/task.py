@@ -144,21 +144,43 @@ class FastPathAborted(Exception):
 #: serdes whose ``deserialize`` is a pure function of the bytes: decoded once per distinct value
 _PURE_SERDES = (_serdes.String, _serdes.Long, _serdes.Double, _serdes.Bytes, _serdes.Json)
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
+_FLAT_CONTAINERS = (dict, list)
+
+
+def _is_flat(value: Any) -> bool:
+    """Immutable, or a dict or list whose items are immutable (a shallow copy is a deep one)."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return True
+    if kind is dict:
+        return all(type(v) in _IMMUTABLE for v in value.values())
+    if kind is list:
+        return all(type(v) in _IMMUTABLE for v in value)
+    return False
 
 
 class DecodedColumn:
     """A deserialized key or value column: ``codes`` index ``uniques`` (-1: ``None``)."""
 
-    __slots__ = ("codes", "immutable", "raw", "serde", "uniques")
+    __slots__ = ("codes", "flat", "immutable", "raw", "serde", "uniques")
 
     def __init__(
-        self, codes: np.ndarray, uniques: list[Any], raw: Any, serde: Any, immutable: bool
+        self,
+        codes: np.ndarray,
+        uniques: list[Any],
+        raw: Any,
+        serde: Any,
+        immutable: bool,
+        flat: bool = False,
     ) -> None:
         self.codes = codes
         self.uniques = uniques
         self.raw = raw
         self.serde = serde
         self.immutable = immutable
+        #: every value is immutable or a dict or list of immutable items: a shallow copy is
+        #: a fresh object equal to a new decode
+        self.flat = flat
 
     def value(self, i: int) -> Any:
         """The deserialized value of record ``i`` (a fresh object unless immutable)."""
@@ -167,6 +189,9 @@ class DecodedColumn:
             return None
         if self.immutable:
             return self.uniques[code]
+        if self.flat:
+            value = self.uniques[code]
+            return value.copy() if type(value) in _FLAT_CONTAINERS else value
         return self.serde.deserialize(self.raw[i])
 
 
@@ -188,6 +213,7 @@ def decode_column(raw: Any, serde: Any, *, dedupe: bool) -> DecodedColumn | None
     if nulls:
         codes = np.where(np.isin(codes, nulls), -1, codes)
     immutable = all(type(d) in _IMMUTABLE for d in decoded)
+    flat = not immutable and all(_is_flat(d) for d in decoded)
     if dedupe:
         try:
             distinct = {d for d in decoded if d is not None}
@@ -195,7 +221,7 @@ def decode_column(raw: Any, serde: Any, *, dedupe: bool) -> DecodedColumn | None
             return None
         if len(distinct) != len(decoded) - len(nulls):
             return None
-    return DecodedColumn(codes, decoded, raw, serde, immutable)
+    return DecodedColumn(codes, decoded, raw, serde, immutable, flat)
 
 
 class BatchView:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import pickle
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -229,3 +230,20 @@ def test_two_aggregations_take_the_fast_path():
     assert fast[3] > 250
     assert per_topic(fast[0]) == per_topic(exact[0])
     assert fast[1:3] == exact[1:3]
+
+
+def test_decoded_values_are_fresh_objects_per_record():
+    from kspark.runtime.task import decode_column
+
+    raw = np.array([J.serialize({"page": "/"}), J.serialize({"page": "/"}),
+                    J.serialize(["a", 1]), J.serialize({"nested": {"x": 1}}), None], dtype=object)
+    column = decode_column(raw, J, dedupe=False)
+    first, second = column.value(0), column.value(1)
+    assert first == second == {"page": "/"} and first is not second
+    first["page"] = "changed"  # an aggregator that mutates its value changes no other record
+    assert column.value(1) == {"page": "/"}
+    assert column.value(2) == ["a", 1] and column.value(2) is not column.value(2)
+    nested = column.value(3)
+    nested["nested"]["x"] = 2
+    assert column.value(3) == {"nested": {"x": 1}}
+    assert column.value(4) is None
