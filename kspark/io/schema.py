@@ -7,7 +7,16 @@ import pyarrow as pa
 
 #: columns of every source: a user with Spark's native Kafka connector can pass its DataFrame
 INPUT_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp"]
-INPUT_DDL = "key binary, value binary, topic string, partition int, offset long, timestamp long"
+#: (column, Spark type) of :data:`INPUT_COLUMNS`
+INPUT_TYPES = [
+    ("key", "binary"),
+    ("value", "binary"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "long"),
+    ("timestamp", "long"),
+]
+INPUT_DDL = ", ".join(f"{c} {t}" for c, t in INPUT_TYPES)
 INPUT_ARROW = pa.schema(
     [
         ("key", pa.binary()),

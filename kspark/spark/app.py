@@ -14,7 +14,15 @@ from typing import Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
-from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, OUTPUT_DDL, TICK_TOPIC
+from kspark.io.schema import (
+    INPUT_DDL,
+    INPUT_TYPES,
+    KIND_CHANGELOG,
+    KIND_METRICS,
+    KIND_RECORD,
+    OUTPUT_DDL,
+    TICK_TOPIC,
+)
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
 from kspark.state.changelog import changelog_topic
@@ -171,10 +179,19 @@ class StreamsApp:
                 reader = reader.option(k, v)
             return reader.load()
         if hasattr(spec, "read_stream"):
-            return spec.read_stream(spark, topic)
-        if hasattr(spec, "isStreaming"):
-            return _from_kafka_columns(spec)
-        raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
+            frame = spec.read_stream(spark, topic)
+        elif hasattr(spec, "isStreaming"):
+            frame = _from_kafka_columns(spec)
+        else:
+            raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
+        from pyspark.sql import functions as F
+
+        from kspark.spark.sources import pack_stream
+
+        # many records to a row through the shuffle and into the stages' Python workers (which
+        # take several microseconds per row); the file source packs as it reads
+        typed = [F.col(c).cast(t).alias(c) for c, t in INPUT_TYPES]
+        return frame.select(*typed).mapInArrow(pack_stream, INPUT_DDL)
 
     @property
     def task_count(self) -> int:

@@ -209,6 +209,28 @@ def pack_records(batch: Any) -> Any:
     )
 
 
+def pack_stream(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function over input rows (:data:`INPUT_DDL`) of the other sources (Kafka,
+    a DataFrame of Spark's Kafka connector, memory): up to :data:`PACK_ROWS` rows at a time,
+    packed by :func:`pack_records`, so that they too cross the shuffle and the stages' Python
+    input as a handful of rows per task."""
+    import pyarrow as pa
+
+    def packed(pending: list[Any]) -> Iterator[Any]:
+        return map(pack_records, pa.Table.from_batches(pending).combine_chunks().to_batches())
+
+    pending: list[Any] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= PACK_ROWS:
+            yield from packed(pending)
+            pending, rows = [], 0
+    if rows:
+        yield from packed(pending)
+
+
 def unpack_records(topics: list[str], partitions: list[int], blobs: list[bytes]) -> Any:
     """The records of packed rows as one Arrow table (columns key, value, timestamp, offset,
     topic, partition), row by row in order."""

@@ -164,3 +164,17 @@ def test_repartition_rows_merge_upstream_tasks_by_timestamp():
     # a topic not named as repartition topic stays in offset order
     plain = [(r.offset, r.timestamp) for r in _ordered(frame).records()]
     assert plain == up0 + up1
+
+
+def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeypatch):
+    monkeypatch.setattr(sources, "PACK_ROWS", 25)
+    rng = random.Random(9)
+    rows = [(f"k{rng.randrange(9)}".encode(), str(i).encode(), "clicks", rng.randrange(4), i,
+             rng.randrange(10**6)) for i in range(120)]
+    batches = [input_batch(rows[i : i + 10]) for i in range(0, len(rows), 10)]
+    packed = list(sources.pack_stream(iter(batches)))
+    assert sum(b.num_rows for b in packed) < 40
+    got = _unpacked(pd.concat([as_frame(b) for b in packed], ignore_index=True))
+    key = ["partition", "offset"]
+    assert got.sort_values(key).reset_index(drop=True).equals(
+        as_frame(input_batch(rows)).sort_values(key).reset_index(drop=True))
