@@ -10,43 +10,13 @@ on_window_close), the sessions in the store at the end and the dropped-record co
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 import time
-from typing import Any
 
 import pandas as pd
+from session_workload import load_gen, session_count_topology
 
-from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
+from kspark import serdes
 from kspark.testing import TopologyTestDriver
-
-GEN = os.environ.get("KSPARK_BENCH_GEN", "/work/shared/bench/gen.py")
-
-
-def load_gen() -> Any:
-    """The shared workload generator, imported by path."""
-    spec = importlib.util.spec_from_file_location("kspark_bench_gen", GEN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def topology(gap_ms: int, grace_ms: int, on_close: bool) -> Any:
-    builder = StreamsBuilder()
-    sessions = (
-        builder.stream("clicks", serdes.String(), serdes.Long())
-        .group_by_key()
-        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap_ms, grace_ms))
-    )
-    if on_close:
-        sessions = sessions.emit_strategy(EmitStrategy.on_window_close())
-    (
-        sessions.count(Materialized("session-counts"))
-        .to_stream()
-        .to("sessions", serdes.SessionWindowed(serdes.String()), serdes.Long())
-    )
-    return builder.build()
 
 
 def run(frame: pd.DataFrame, gap: int, grace: int, on_close: bool) -> tuple[float, dict]:
@@ -54,7 +24,7 @@ def run(frame: pd.DataFrame, gap: int, grace: int, on_close: bool) -> tuple[floa
     keys = frame["key"].tolist()
     stamps = frame["ts"].tolist()
     values = frame["value"].tolist()
-    with TopologyTestDriver(topology(gap, grace, on_close)) as driver:
+    with TopologyTestDriver(session_count_topology(gap, grace, on_close, serdes.Long())) as driver:
         pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Long())
         t0 = time.perf_counter()
         for k, v, ts in zip(keys, values, stamps):

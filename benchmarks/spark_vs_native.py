@@ -24,7 +24,6 @@ rule at the end of the input (kspark: per task, ``end < stream time - gap - grac
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import time
@@ -32,18 +31,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from session_workload import load_gen, session_count_topology
 
-GEN = os.environ.get("KSPARK_BENCH_GEN", "/work/shared/bench/gen.py")
 VERBOSE = False
-
-
-def load_gen() -> Any:
-    """The shared workload generator, imported by path."""
-    spec = importlib.util.spec_from_file_location("kspark_bench_gen", GEN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def split_input(gen: Any, n: int, k: int, batches: int) -> str:
@@ -118,25 +108,6 @@ def run_native(spark: Any, gen: Any, src: str, path: str, n: int) -> tuple[float
 
 
 # -- kspark --------------------------------------------------------------------------------------
-def kspark_topology(gap: int, grace: int, on_close: bool) -> Any:
-    from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
-
-    builder = StreamsBuilder()
-    sessions = (
-        builder.stream("clicks", serdes.String(), serdes.Json())
-        .group_by_key()
-        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap, grace))
-    )
-    if on_close:
-        sessions = sessions.emit_strategy(EmitStrategy.on_window_close())
-    (
-        sessions.count(Materialized("session-counts"))
-        .to_stream()
-        .to("sessions", serdes.SessionWindowed(serdes.String()), serdes.Long())
-    )
-    return builder.build()
-
-
 def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
                config: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     from kspark import io
@@ -148,7 +119,7 @@ def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
     source = io.files(path, format="parquet", key_field="key", timestamp_field="ts",
                       value_field="value", partitions=partitions, max_files_per_trigger=1)
     app = StreamsApp(
-        kspark_topology(gen.GAP_MS, gen.GRACE_MS, on_close),
+        session_count_topology(gen.GAP_MS, gen.GRACE_MS, on_close),
         "bench-sessions",
         {"clicks": source, "sessions": out},
         spark=spark,
