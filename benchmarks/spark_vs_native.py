@@ -76,13 +76,13 @@ def expected_closed(frame: pd.DataFrame, sessions: pd.DataFrame, gap: int, grace
 
 
 # -- native --------------------------------------------------------------------------------------
-def run_native(spark: Any, gen: Any, src: str, path: str, n: int) -> tuple[float, int]:
+def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int) -> tuple[float, int]:
     from pyspark.sql import functions as F
 
     ck = f"{gen.BENCH}/ck-native-cmp"
     shutil.rmtree(ck, ignore_errors=True)
     spark.sql("drop view if exists native_cmp")
-    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     # as the shared native script runs it (Spark's default): a no-data batch emits what the
     # last data batch's watermark closes
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
@@ -155,7 +155,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--batches", default="1,10", help="comma-separated batch counts")
-    parser.add_argument("--partitions", type=int, default=4, help="kspark tasks")
+    parser.add_argument("--partitions", type=int, default=4,
+                        help="kspark tasks (source partitions) and native shuffle partitions")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--emit", choices=["close", "update", "both"], default="both")
     parser.add_argument("--skip-native", action="store_true")
@@ -191,7 +192,7 @@ def main() -> None:
             os.makedirs(path)
             frame.iloc[: args.warmup].to_parquet(f"{path}/part-00000.parquet")
         if not args.skip_native:
-            run_native(spark, gen, src, path, args.warmup)
+            run_native(spark, gen, src, path, args.partitions)
         for on_close in modes:
             run_kspark(spark, gen, path, on_close, args.partitions, config)
         print(f"warm-up on {args.warmup} records done")
@@ -201,7 +202,7 @@ def main() -> None:
         for rep in range(args.repeat):
             native_rate = None
             if not args.skip_native:
-                el, emitted = run_native(spark, gen, src, path, n)
+                el, emitted = run_native(spark, gen, src, path, args.partitions)
                 native_rate = n / el
                 print(f"[batches={batches} run {rep + 1}] native session_window append: "
                       f"{el:.2f}s {native_rate:,.0f} rec/s, sessions emitted {emitted} "

@@ -5,56 +5,111 @@ Everything API.md lists is importable from here; ``kspark.serdes`` and ``kspark.
 
 __version__ = "0.1.0"
 
-from kspark import serdes
-from kspark.config import StreamsConfig
-from kspark.dsl import (
-    KGroupedStream,
-    KGroupedTable,
-    KStream,
-    KTable,
-    Materialized,
-    SessionWindowedKStream,
-    StreamsBuilder,
-    TimeWindowedKStream,
-)
-from kspark.dsl.suppress import BufferConfig, Suppressed
-from kspark.errors import (
-    BufferFullError,
-    InvalidStateStoreError,
-    KsparkError,
-    NoSuchElementError,
-    SerializationError,
-    StreamsError,
-    TopologyError,
-)
-from kspark.processor import Cancellable, Processor, ProcessorContext, PunctuationType
-from kspark.records import Change, KeyValue, Record, RecordMetadata, ValueAndTimestamp
-from kspark.state.builders import StoreBuilder, Stores
-from kspark.state.changelog import changelog_topic
-from kspark.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
-from kspark.topology import Topology, TopologyDescription
-from kspark.windows import (
-    EmitStrategy,
-    SessionWindows,
-    SlidingWindows,
-    TimeWindows,
-    Window,
-    Windowed,
-)
+import importlib
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from kspark import serdes
+    from kspark.config import StreamsConfig
+    from kspark.dsl import (
+        KGroupedStream,
+        KGroupedTable,
+        KStream,
+        KTable,
+        Materialized,
+        SessionWindowedKStream,
+        StreamsBuilder,
+        TimeWindowedKStream,
+    )
+    from kspark.dsl.suppress import BufferConfig, Suppressed
+    from kspark.errors import (
+        BufferFullError,
+        InvalidStateStoreError,
+        KsparkError,
+        NoSuchElementError,
+        SerializationError,
+        StreamsError,
+        TopologyError,
+    )
+    from kspark.processor import Cancellable, Processor, ProcessorContext, PunctuationType
+    from kspark.records import Change, KeyValue, Record, RecordMetadata, ValueAndTimestamp
+    from kspark.spark import StreamsApp
+    from kspark.state.builders import StoreBuilder, Stores
+    from kspark.state.changelog import changelog_topic
+    from kspark.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
+    from kspark.topology import Topology, TopologyDescription
+    from kspark.windows import (
+        EmitStrategy,
+        SessionWindows,
+        SlidingWindows,
+        TimeWindows,
+        Window,
+        Windowed,
+    )
+
+#: where each public name lives; imported on first use, so that ``import kspark`` (and so
+#: every Spark Python worker that unpickles a kspark object) stays cheap
+_EXPORTS: dict[str, str] = {
+    "StreamsConfig": "kspark.config",
+    "KGroupedStream": "kspark.dsl",
+    "KGroupedTable": "kspark.dsl",
+    "KStream": "kspark.dsl",
+    "KTable": "kspark.dsl",
+    "Materialized": "kspark.dsl",
+    "SessionWindowedKStream": "kspark.dsl",
+    "StreamsBuilder": "kspark.dsl",
+    "TimeWindowedKStream": "kspark.dsl",
+    "BufferConfig": "kspark.dsl.suppress",
+    "Suppressed": "kspark.dsl.suppress",
+    "BufferFullError": "kspark.errors",
+    "InvalidStateStoreError": "kspark.errors",
+    "KsparkError": "kspark.errors",
+    "NoSuchElementError": "kspark.errors",
+    "SerializationError": "kspark.errors",
+    "StreamsError": "kspark.errors",
+    "TopologyError": "kspark.errors",
+    "Cancellable": "kspark.processor",
+    "Processor": "kspark.processor",
+    "ProcessorContext": "kspark.processor",
+    "PunctuationType": "kspark.processor",
+    "Change": "kspark.records",
+    "KeyValue": "kspark.records",
+    "Record": "kspark.records",
+    "RecordMetadata": "kspark.records",
+    "ValueAndTimestamp": "kspark.records",
+    "StoreBuilder": "kspark.state.builders",
+    "Stores": "kspark.state.builders",
+    "changelog_topic": "kspark.state.changelog",
+    "TestInputTopic": "kspark.testing",
+    "TestOutputTopic": "kspark.testing",
+    "TestRecord": "kspark.testing",
+    "TopologyTestDriver": "kspark.testing",
+    "Topology": "kspark.topology",
+    "TopologyDescription": "kspark.topology",
+    "EmitStrategy": "kspark.windows",
+    "SessionWindows": "kspark.windows",
+    "SlidingWindows": "kspark.windows",
+    "TimeWindows": "kspark.windows",
+    "Window": "kspark.windows",
+    "Windowed": "kspark.windows",
+    "StreamsApp": "kspark.spark",
+}
+_MODULES = {"serdes": "kspark.serdes", "io": "kspark.io"}
 
 def __getattr__(name: str) -> object:
-    # the Spark runtime imports pyspark: load it only when asked for
-    if name == "StreamsApp":
-        from kspark.spark import StreamsApp
+    module = _MODULES.get(name)
+    if module is not None:
+        return importlib.import_module(module)
+    source = _EXPORTS.get(name)
+    if source is None:
+        raise AttributeError(f"module 'kspark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source), name)
+    globals()[name] = value
+    return value
 
-        return StreamsApp
-    if name == "io":
-        import kspark.io as io_module
 
-        return io_module
-    raise AttributeError(f"module 'kspark' has no attribute {name!r}")
-
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 __all__ = [
     "BufferConfig",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 
@@ -60,16 +60,16 @@ class Record:
             object.__setattr__(self, "headers", to_headers(self.headers))
 
     def with_key(self, key: Any) -> Record:
-        return replace(self, key=key)
+        return Record(key, self.value, self.timestamp, self.headers)
 
     def with_value(self, value: Any) -> Record:
-        return replace(self, value=value)
+        return Record(self.key, value, self.timestamp, self.headers)
 
     def with_timestamp(self, timestamp: int) -> Record:
-        return replace(self, timestamp=timestamp)
+        return Record(self.key, self.value, timestamp, self.headers)
 
     def with_headers(self, headers: Any) -> Record:
-        return replace(self, headers=to_headers(headers))
+        return Record(self.key, self.value, self.timestamp, to_headers(headers))
 
 
 @dataclass(frozen=True, slots=True)

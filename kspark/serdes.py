@@ -12,6 +12,9 @@ from typing import Any
 from kspark.errors import SerializationError
 from kspark.windows import Window, Windowed
 
+_LONG = struct.Struct(">q")
+_END_START = struct.Struct(">qq")
+
 
 class Serde:
     """Base class: subclasses implement ``_serialize`` and ``_deserialize``."""
@@ -29,6 +32,11 @@ class Serde:
             raise SerializationError(
                 f"{self.name} serde cannot serialize {type(value).__name__} {value!r:.80}: {exc}"
             ) from exc
+
+    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+        """:meth:`serialize` of each value (subclasses may do it faster)."""
+        serialize = self.serialize
+        return [serialize(v) for v in values]
 
     def deserialize(self, data: bytes | None) -> Any:
         if data is None:
@@ -79,7 +87,14 @@ class Long(Serde):
     def _serialize(self, value: Any) -> bytes:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError("expected int")
-        return struct.pack(">q", value)
+        return _LONG.pack(value)
+
+    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+        pack, serialize = _LONG.pack, self.serialize
+        try:
+            return [pack(v) if type(v) is int else serialize(v) for v in values]
+        except struct.error:
+            return super().serialize_all(values)  # the error, as serialize reports it
 
     def _deserialize(self, data: bytes) -> int:
         if len(data) != 8:
@@ -137,7 +152,10 @@ class SessionWindowed(Serde):
         if not isinstance(value, Windowed):
             raise TypeError("expected Windowed")
         key = self.inner.serialize(value.key) or b""
-        return key + struct.pack(">qq", value.window.end, value.window.start)
+        return key + _END_START.pack(value.window.end, value.window.start)
+
+    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+        return _windowed_all(self, values, lambda w: _END_START.pack(w.end, w.start))
 
     def _deserialize(self, data: bytes) -> Windowed:
         if len(data) < 16:
@@ -162,7 +180,10 @@ class TimeWindowed(Serde):
         if not isinstance(value, Windowed):
             raise TypeError("expected Windowed")
         key = self.inner.serialize(value.key) or b""
-        return key + struct.pack(">q", value.window.start)
+        return key + _LONG.pack(value.window.start)
+
+    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+        return _windowed_all(self, values, lambda w: _LONG.pack(w.start))
 
     def _deserialize(self, data: bytes) -> Windowed:
         if len(data) < 8:
@@ -196,3 +217,29 @@ def as_serde(serde: Any) -> Serde:
     if hasattr(serde, "serialize") and hasattr(serde, "deserialize"):
         return serde
     raise TypeError(f"expected a serde (e.g. serdes.String()), got {serde!r}")
+
+
+def _windowed_all(serde: Any, values: list[Any], suffix: Any) -> list[bytes | None]:
+    """``serde.serialize`` of each ``Windowed`` value, serializing each distinct inner key once
+    (any other value, or an unhashable key, goes through ``serialize``)."""
+    inner, serialize = serde.inner.serialize, serde.serialize
+    memo: dict[tuple[type, Any], bytes] = {}
+    out: list[bytes | None] = []
+    for value in values:
+        if not isinstance(value, Windowed):
+            out.append(serialize(value))
+            continue
+        try:
+            # by type too: equal keys of different types (1, 1.0, True) may serialize apart
+            memo_key = (type(value.key), value.key)
+            key = memo.get(memo_key)
+            if key is None:
+                key = memo[memo_key] = inner(value.key) or b""
+        except TypeError:
+            out.append(serialize(value))
+            continue
+        try:
+            out.append(key + suffix(value.window))
+        except struct.error:
+            out.append(serialize(value))
+    return out

@@ -31,7 +31,21 @@ def drop_null(context: ProcessorContext, record: Record, what: str, detail: str 
     )
 
 
+def change_forwarder(context: ProcessorContext) -> Callable[[list[Any]], None]:
+    """A batched flush listener (``StoreBase.set_flush_listener(..., batched=True)``) that
+    forwards each flushed ``(key, new, old, timestamp)`` as ``Record(key, Change(new, old))``
+    with that timestamp."""
+
+    def forward(entries: list[tuple[Any, Any, Any, int]]) -> None:
+        context.forward_all([Record(k, Change(new, old), ts) for k, new, old, ts in entries])
+
+    return forward
+
+
 # -- stateless KStream operators -------------------------------------------------------------
+# ``map_batch(records)`` on a stateless operator returns what it forwards for ``records``, in
+# order, without the processor context: ``Task.forward_all`` runs a straight chain of them into
+# a sink a whole list at a time
 class FilterProcessor(Processor):
     """Forwards records for which ``predicate(key, value)`` is true (false if ``negate``)."""
 
@@ -42,6 +56,10 @@ class FilterProcessor(Processor):
         if bool(self.predicate(record.key, record.value)) != self.negate:
             self.context.forward(record)
 
+    def map_batch(self, records: list[Record]) -> list[Record]:
+        predicate, negate = self.predicate, self.negate
+        return [r for r in records if bool(predicate(r.key, r.value)) != negate]
+
 
 class MapValuesProcessor(Processor):
     def __init__(self, mapper: Callable[[Any], Any]) -> None:
@@ -49,6 +67,10 @@ class MapValuesProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(self.mapper(record.value)))
+
+    def map_batch(self, records: list[Record]) -> list[Record]:
+        mapper = self.mapper
+        return [Record(r.key, mapper(r.value), r.timestamp, r.headers) for r in records]
 
 
 def _pair(result: Any, what: str) -> tuple[Any, Any]:
@@ -67,6 +89,13 @@ class MapProcessor(Processor):
         key, value = _pair(self.mapper(record.key, record.value), "map's mapper")
         self.context.forward(Record(key, value, record.timestamp, record.headers))
 
+    def map_batch(self, records: list[Record]) -> list[Record]:
+        out = []
+        for r in records:
+            key, value = _pair(self.mapper(r.key, r.value), "map's mapper")
+            out.append(Record(key, value, r.timestamp, r.headers))
+        return out
+
 
 class SelectKeyProcessor(Processor):
     def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
@@ -74,6 +103,10 @@ class SelectKeyProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record.with_key(self.selector(record.key, record.value)))
+
+    def map_batch(self, records: list[Record]) -> list[Record]:
+        selector = self.selector
+        return [Record(selector(r.key, r.value), r.value, r.timestamp, r.headers) for r in records]
 
 
 class FlatMapProcessor(Processor):
@@ -131,10 +164,7 @@ class TableWriter:
 
     def __init__(self, context: ProcessorContext, store: InMemoryKeyValueStore) -> None:
         self.context, self.store = context, store
-        self.caching = store.set_flush_listener(self._flushed)
-
-    def _flushed(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
-        self.context.forward(Record(key, Change(new, old), timestamp))
+        self.caching = store.set_flush_listener(change_forwarder(context), batched=True)
 
     def put(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         """Store ``new`` (``None`` deletes) and forward unless caching defers it."""
@@ -224,6 +254,9 @@ class TableToStreamProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(record.value.new_value))
+
+    def map_batch(self, records: list[Record]) -> list[Record]:
+        return [Record(r.key, r.value.new_value, r.timestamp, r.headers) for r in records]
 
 
 class TableRepartitionMapProcessor(Processor):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sortedcontainers import SortedSet
 
+from kspark.dsl.processors import change_forwarder
 from kspark.dsl.time_window_aggregate import (
     LAST_EMIT,
     OBSERVED,
@@ -91,15 +92,14 @@ class SessionWindowAggregateProcessor(Processor):
         super().init(context)
         self.store: Any = context.get_state_store(self.store_name)
         self.state = context.processor_state
-        self.caching = False if self.emit_final else self.store.set_flush_listener(self._flushed)
+        self.caching = False if self.emit_final else self.store.set_flush_listener(
+            change_forwarder(context), batched=True
+        )
         #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
         #: from the store on first use (so also after a restart)
         self._pending: SortedSet | None = None
         #: set while :meth:`process_batch` runs single records: emission is computed there
         self._in_batch = False
-
-    def _flushed(self, store_key: Any, new: Any, old: Any, timestamp: int) -> None:
-        self.context.forward(Record(store_key, Change(new, old), timestamp))
 
     def _forward_update(self, windowed: Windowed, new: Any, old: Any) -> None:
         if not self.emit_final and not self.caching:
@@ -275,6 +275,9 @@ class SessionBatch:
         #: flush (emit on update with caching) and for the changelog
         self.replay = (not proc.emit_final and proc.caching) or self.logged
         self.keys = view.keys.uniques
+        #: the batch's keys and the stored sessions' other keys, by code
+        self.all_keys: list[Any] = list(self.keys)
+        self.codes: dict[Any, int] = {key: code for code, key in enumerate(self.keys)}
         #: per key code: stored sessions removed, sessions to store
         self.removes: dict[int, list[tuple[int, int]]] = {}
         self.puts: dict[int, list[tuple[int, int, Any, int]]] = {}
@@ -693,45 +696,65 @@ class SessionBatch:
     ) -> None:
         """Forward each session version at the record that closes it, in the order of
         :meth:`SessionWindowAggregateProcessor._closed_sessions`."""
-        close = self.close
         versions = self.versions
         for end, start, key, agg in snapshot:
             removed = self.removed_at.get((key, start, end), _NEVER)
             versions.append((-1, removed, end, start, key, agg))
-        out: list[tuple[int, int, int, Any, Any]] = []
+        # (at, end, start, key code, aggregate) of each forwarded version, as columns
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Any]]] = []
         if versions:
-            created = np.array([v[0] for v in versions], dtype=np.int64)
-            removed = np.array([v[1] for v in versions], dtype=np.int64)
-            ends = np.array([v[2] for v in versions], dtype=np.int64)
-            hit = self._emitted(created, removed, ends)
-            at = np.searchsorted(close, ends, "right")
-            for k in np.flatnonzero(hit).tolist():
-                _, _, end, start, key, agg = versions[k]
-                out.append((int(at[k]), end, start, key, agg))
+            created, removed, ends, starts = (
+                np.array([v[f] for v in versions], dtype=np.int64) for f in range(4)
+            )
+            hit = np.flatnonzero(self._emitted(created, removed, ends))
+            parts.append((
+                np.searchsorted(self.close, ends[hit], "right"),
+                ends[hit],
+                starts[hit],
+                np.array([self._code(versions[k][4]) for k in hit.tolist()], dtype=np.int64),
+                [versions[k][5] for k in hit.tolist()],
+            ))
         # simple clusters: one version per record, ended by the cluster's next record
         idx = np.flatnonzero(good)
         if len(idx):
             nxt = np.full(len(cl), _NEVER, dtype=np.int64)
             same = cl[1:] == cl[:-1]
             nxt[:-1][same] = pos[1:][same]
-            ends = wmax[idx]
-            hit = np.flatnonzero(self._emitted(pos[idx], nxt[idx], ends))
-            at = np.searchsorted(close, ends[hit], "right")
-            keys = self.keys
-            for j, e in zip(idx[hit].tolist(), at.tolist()):
-                out.append((e, int(wmax[j]), int(wmin[j]), keys[int(cl_code[int(cl[j])])],
-                            aggs[j]))
-        out.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
-        positions: list[int] = []
-        groups: list[list[Record]] = []
-        last = -1
-        for e, end, start, key, agg in out:
-            if e != last:
-                positions.append(e)
-                groups.append([])
-                last = e
-            groups[-1].append(Record(Windowed(key, Window(start, end)), Change(agg, None), end))
-        self.view.forward_groups(positions, groups)
+            hit = idx[self._emitted(pos[idx], nxt[idx], wmax[idx])]
+            parts.append((
+                np.searchsorted(self.close, wmax[hit], "right"),
+                wmax[hit],
+                wmin[hit],
+                cl_code[cl[hit]],
+                np.asarray(aggs, dtype=object)[hit].tolist(),
+            ))
+        if not parts:
+            return
+        at, ends, starts, codes = (np.concatenate([p[f] for p in parts]) for f in range(4))
+        aggregates = [a for p in parts for a in p[4]]
+        # as _closed_sessions forwards them: by record, then (end, start, key)
+        keys = self.all_keys
+        try:
+            ranks = np.empty(len(keys), dtype=np.int64)
+            ranks[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+            order = np.lexsort((ranks[codes], starts, ends, at))
+        except TypeError:  # keys that do not all compare: compare them only on ties
+            order = np.array(sorted(range(len(at)), key=lambda i: (
+                at[i], ends[i], starts[i], keys[codes[i]])), dtype=np.int64)
+        records = [
+            Record(Windowed(keys[c], Window(s, e)), Change(aggregates[k], None), e)
+            for k, c, s, e in zip(order.tolist(), codes[order].tolist(),
+                                  starts[order].tolist(), ends[order].tolist())
+        ]
+        self.view.forward_each(at[order], records)
+
+    def _code(self, key: Any) -> int:
+        """The code of ``key`` in :attr:`all_keys` (the batch's keys, then stored ones)."""
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = len(self.all_keys)
+            self.all_keys.append(key)
+        return code
 
     def _emitted(self, created: np.ndarray, removed: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Which versions are forwarded: the first record whose close time passes the end

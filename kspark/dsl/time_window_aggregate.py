@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from kspark._duration import to_ms
+from kspark.dsl.processors import change_forwarder
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.records import Change, Record
 from kspark.state.builders import StoreBuilder, Stores
@@ -153,10 +154,9 @@ class WindowedAggregateBase(Processor):
         self.store: Any = context.get_state_store(self.store_name)
         self.state = context.processor_state
         # on_window_close forwards only final results: the cache's output is ignored
-        self.caching = False if self.emit_final else self.store.set_flush_listener(self._flushed)
-
-    def _flushed(self, store_key: Any, new: Any, old: Any, timestamp: int) -> None:
-        self.context.forward(Record(store_key, Change(new, old), timestamp))
+        self.caching = False if self.emit_final else self.store.set_flush_listener(
+            change_forwarder(context), batched=True
+        )
 
     def forward_update(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
         """Forward an update now unless caching (flush listener) or on_window_close owns it."""

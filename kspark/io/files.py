@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.hashing import kafka_partition
+from kspark.io.schema import SINK_SCHEMA, sink_rows
 
 FORMATS = ("jsonl", "parquet", "kspark")
 OFFSET_STRIDE = 1 << 32
@@ -76,39 +77,36 @@ class FileTopic:
         the file of the same batch if a replay wrote it before."""
         if not records:
             return
-        os.makedirs(self.path, exist_ok=True)
-        ext = "parquet" if self.format == "parquet" else "jsonl"
-        final = os.path.join(self.path, f"batch-{batch_id:012d}.{ext}")
-        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.{ext}.tmp")
-        if ext == "parquet":
+        if self.format == "parquet":
             import pyarrow as pa
-            import pyarrow.parquet as pq
 
-            keys, values, stamps, parts = zip(*records)
-            table = pa.table(
-                {
-                    "key": pa.array(keys, pa.binary()),
-                    "value": pa.array(values, pa.binary()),
-                    "timestamp": pa.array(stamps, pa.int64()),
-                    "partition": pa.array(parts, pa.int32()),
-                }
-            )
-            pq.write_table(table, tmp)
-        else:
-            with open(tmp, "w", encoding="utf-8") as f:
-                for key, value, ts, part in records:
-                    f.write(
-                        json.dumps(
-                            {
-                                **_text("key", key),
-                                **_text("value", value),
-                                "timestamp": ts,
-                                "partition": part,
-                            }
-                        )
-                        + "\n"
-                    )
-        os.replace(tmp, final)
+            columns = [list(c) for c in zip(*records)]
+            self._write_parquet(batch_id, pa.table(columns, schema=SINK_SCHEMA))
+            return
+        os.makedirs(self.path, exist_ok=True)
+        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            for key, value, ts, part in records:
+                row = {**_text("key", key), **_text("value", value), "timestamp": ts,
+                       "partition": part}
+                f.write(json.dumps(row) + "\n")
+        os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.jsonl"))
+
+    def write_table(self, batch_id: int, table: Any) -> None:
+        """:meth:`write_batch` of an Arrow table with columns key, value, timestamp and
+        partition (a Parquet topic writes it as it is)."""
+        if self.format != "parquet":
+            self.write_batch(batch_id, sink_rows(table))
+        elif table.num_rows:
+            self._write_parquet(batch_id, table.cast(SINK_SCHEMA))
+
+    def _write_parquet(self, batch_id: int, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        os.makedirs(self.path, exist_ok=True)
+        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.parquet.tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.parquet"))
 
     def read_records(self) -> list[dict[str, Any]]:
         """Everything kspark's sink wrote here, in batch order (for tests and tools)."""

@@ -55,6 +55,12 @@ class ProcessorContext:
         """Send ``record`` to every child, or only to ``child_name``."""
         self._task.forward(self._node, record, child_name)
 
+    def forward_all(self, records: list[Record]) -> None:
+        """Send each of ``records`` to every child, in order: the same as calling
+        :meth:`forward` for each, done a list at a time where the records go down a straight
+        chain of stateless operators into a sink."""
+        self._task.forward_all(self._node, records)
+
     def schedule(
         self, interval: Duration, type: PunctuationType, callback: Callable[[int], Any]
     ) -> Cancellable:

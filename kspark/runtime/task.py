@@ -280,6 +280,23 @@ class BatchView:
         """Forward ``records`` from the processor while record ``i`` is being processed."""
         self.forward_groups([i], [records])
 
+    def forward_each(self, positions: np.ndarray, records: list[Record]) -> None:
+        """Forward each record from the processor while the record at its position
+        (``positions``, nondecreasing) is being processed."""
+        if not records:
+            return
+        if self.task.sink_chain(self.node) is not None and all(
+            r.timestamp is not None for r in records
+        ):
+            self.task.forward_all(self.node, records)  # the sink does not see the position
+            return
+        cuts = np.flatnonzero(positions[1:] != positions[:-1]) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), len(records)]
+        self.forward_groups(
+            positions[starts].tolist(), [records[a:b] for a, b in zip(starts, ends)]
+        )
+
     def forward_groups(self, positions: list[int], groups: list[list[Record]]) -> None:
         """For each position ``i`` in increasing order, forward its group of records from the
         processor while record ``i`` is being processed."""
@@ -353,6 +370,8 @@ class Task:
         self.processors: dict[str, Any] = {}
         #: sink node name -> (node, key serde, value serde)
         self._sinks: dict[str, tuple[SinkNode, Any, Any]] = {}
+        #: node -> its :meth:`sink_chain`
+        self._chains: dict[str, tuple[list[tuple[str, Any]], str] | None] = {}
         self.stores: dict[str, StoreBase] = {}
         self._initialized = False
 
@@ -612,6 +631,76 @@ class Task:
         for child in children:
             self._deliver(child, record)
 
+    def forward_all(self, from_node: str, records: list[Record]) -> None:
+        """:meth:`forward` each of ``records`` (all timestamped) from ``from_node``, in order.
+        Through a straight chain of stateless operators into a sink (:meth:`sink_chain`) the
+        whole list goes at once, with the same output."""
+        chain = self.sink_chain(from_node)
+        if chain is None or any(r.timestamp is None for r in records):
+            for record in records:
+                self.forward(from_node, record)
+            return
+        mappers, sink = chain
+        for name, processor in mappers:
+            try:
+                records = processor.map_batch(records)
+            except Exception:
+                if self._failed_node is None:
+                    self._failed_node = name
+                raise
+        self._write_sink(sink, records)
+
+    def sink_chain(self, node: str) -> tuple[list[tuple[str, Any]], str] | None:
+        """The stateless operators (``map_batch``) and the sink below ``node`` when its output
+        goes down one straight line of them into a sink (every node on it with one child)."""
+        if node in self._chains:
+            return self._chains[node]
+        mappers: list[tuple[str, Any]] = []
+        chain = None
+        name = node
+        while len(self._children.get(name, ())) == 1:
+            name = self._children[name][0]
+            processor = self.processors.get(name)
+            if processor is None:
+                if isinstance(self.topology.nodes.get(name), SinkNode):
+                    chain = (mappers, name)
+                break
+            if getattr(processor, "map_batch", None) is None:
+                break
+            mappers.append((name, processor))
+        self._chains[node] = chain
+        return chain
+
+    def _sink(self, name: str) -> tuple[SinkNode, Any, Any] | None:
+        sink = self._sinks.get(name)
+        if sink is None:
+            node = self.topology.nodes[name]
+            if not isinstance(node, SinkNode):
+                return None
+            sink = self._sinks[name] = (
+                node,
+                node.key_serde or self.config.default_key_serde,
+                node.value_serde or self.config.default_value_serde,
+            )
+        return sink
+
+    def _write_sink(self, name: str, records: list[Record]) -> None:
+        sink = self._sink(name)
+        assert sink is not None
+        node, key_serde, value_serde = sink
+        try:
+            keys = key_serde.serialize_all([r.key for r in records])
+            values = value_serde.serialize_all([r.value for r in records])
+        except SerializationError:
+            for record in records:  # raises the first record's error, as record by record
+                self._deliver(name, record)
+            raise
+        topic = node.topic
+        self.output.extend(
+            OutputRecord(topic, k, v, r.timestamp, r.headers)  # type: ignore[arg-type]
+            for k, v, r in zip(keys, values, records)
+        )
+
     def _deliver(self, name: str, record: Record) -> None:
         processor = self.processors.get(name)
         if processor is not None:
@@ -626,16 +715,9 @@ class Task:
             finally:
                 self._current_node, self._timestamp = previous, previous_ts
             return
-        sink = self._sinks.get(name)
+        sink = self._sink(name)
         if sink is None:
-            node = self.topology.nodes[name]
-            if not isinstance(node, SinkNode):
-                return
-            sink = self._sinks[name] = (
-                node,
-                node.key_serde or self.config.default_key_serde,
-                node.value_serde or self.config.default_value_serde,
-            )
+            return
         node, key_serde, value_serde = sink
         try:
             key = key_serde.serialize(record.key)

@@ -8,7 +8,6 @@ import os
 import tempfile
 import threading
 import time
-from collections import defaultdict
 from typing import Any
 
 from kspark.config import StreamsConfig
@@ -269,32 +268,38 @@ class StreamsApp:
         return self
 
     def _on_batch(self, frame: Any, batch_id: int) -> None:
-        pdf = frame.toPandas()
-        records = pdf[
-            pdf["kind"].isin((KIND_RECORD, KIND_CHANGELOG)) & (pdf["topic"] != TICK_TOPIC)
-        ]
-        by_topic: dict[str, list[tuple[Any, Any, int, int]]] = defaultdict(list)
-        for topic, key, value, ts, part in zip(
-            records["topic"],
-            records["key"],
-            records["value"],
-            records["timestamp"],
-            records["partition"],
-        ):
-            by_topic[topic].append((_bytes(key), _bytes(value), int(ts), int(part)))
-        for topic, rows in by_topic.items():
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from kspark.io.schema import SINK_COLUMNS, sink_rows
+
+        table = frame.toArrow()
+        kinds, topics = table.column("kind"), table.column("topic")
+        is_record = pc.and_(
+            pc.is_in(kinds, value_set=pa.array([KIND_RECORD, KIND_CHANGELOG])),
+            pc.not_equal(topics, TICK_TOPIC),
+        )
+        records = table.filter(pc.fill_null(is_record, False))
+        written = set()
+        for topic in pc.unique(records.column("topic")).to_pylist():
             sink = self.topics.get(topic)
             if sink is None:
                 raise StreamsError(
                     f"batch {batch_id}: records for topic {topic!r} which has no sink location"
                 )
-            sink.write_batch(batch_id, rows)
+            rows = records.filter(pc.equal(records.column("topic"), topic)).select(SINK_COLUMNS)
+            if hasattr(sink, "write_table"):
+                sink.write_table(batch_id, rows)
+            else:
+                sink.write_batch(batch_id, sink_rows(rows))
+            written.add(topic)
         for topic, sink in self.topics.items():
-            if topic not in by_topic and hasattr(sink, "batches"):
+            if topic not in written and hasattr(sink, "batches"):
                 sink.write_batch(batch_id, [])
         metrics = Metrics()
-        for value in pdf.loc[pdf["kind"] == KIND_METRICS, "value"]:
-            metrics.merge(json.loads(bytes(value)))
+        is_metrics = pc.fill_null(pc.equal(kinds, KIND_METRICS), False)
+        for value in table.filter(is_metrics).column("value").to_pylist():
+            metrics.merge(json.loads(value))
         with self._lock:
             self._metrics.merge(metrics.counters)
             self._batches += 1
@@ -397,8 +402,6 @@ def _parse_time(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
 
 
-def _bytes(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)
 
 
 def _from_kafka_columns(frame: Any) -> Any:

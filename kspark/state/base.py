@@ -25,8 +25,9 @@ log = logging.getLogger("kspark.state")
 
 DEFAULT_BUCKETS = 16
 
-#: ``listener(store_key, new_value, old_value, timestamp)`` called for each dirty key at flush.
-FlushListener = Callable[[Any, Any, Any, int], None]
+#: ``listener(store_key, new_value, old_value, timestamp)`` called for each dirty key at flush
+#: (batched: ``listener(entries)`` once, with every such tuple in order).
+FlushListener = Callable[..., None]
 
 
 class StoreContext(Protocol):
@@ -98,6 +99,7 @@ class StoreBase:
         # caching: store key -> (value before the first update, latest value, latest timestamp)
         self._dirty: dict[Any, tuple[Any, Any, int]] = {}
         self._flush_listener: FlushListener | None = None
+        self._flush_batched = False
         self._open = False
         #: while a vectorised batch runs: changes are collected here as
         #: ``(position, seq, store_key, old, new, timestamp)`` and replayed in order later
@@ -118,9 +120,11 @@ class StoreBase:
     def is_open(self) -> bool:
         return self._open
 
-    def set_flush_listener(self, listener: FlushListener) -> bool:
-        """Register the listener that forwards cached changes; returns whether caching is on."""
+    def set_flush_listener(self, listener: FlushListener, *, batched: bool = False) -> bool:
+        """Register the listener that forwards cached changes; returns whether caching is on.
+        ``batched``: the listener takes the list of a flush's changes in one call."""
         self._flush_listener = listener
+        self._flush_batched = batched
         return self.caching
 
     # -- buckets -----------------------------------------------------------------------------
@@ -228,11 +232,18 @@ class StoreBase:
         if not self._dirty:
             return
         dirty, self._dirty = self._dirty, {}
+        listener = self._flush_listener
+        batch: list[tuple[Any, Any, Any, int]] | None = [] if self._flush_batched else None
         for store_key, (old, new, timestamp) in dirty.items():
             if self.logging:
                 self.context.log_change(self.name, store_key, new, timestamp)
-            if self._flush_listener is not None and (new is not None or old is not None):
-                self._flush_listener(store_key, new, old, timestamp)
+            if listener is not None and (new is not None or old is not None):
+                if batch is None:
+                    listener(store_key, new, old, timestamp)
+                else:
+                    batch.append((store_key, new, old, timestamp))
+        if batch and listener is not None:
+            listener(batch)
 
     # -- restoration -------------------------------------------------------------------------
     def restore(self, changelog: Any) -> None:

@@ -6,7 +6,7 @@ import struct
 from datetime import timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark import serdes
@@ -93,3 +93,23 @@ def test_serde_errors_name_the_serde():
         serdes.Json().deserialize(b"{not json")
     with pytest.raises(SerializationError, match="String"):
         serdes.String().serialize(5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=30), max_size=40), st.integers(1, 50))
+def test_kafka_partitions_of_many_keys_equal_each_keys_partition(keys, partitions):
+    from kspark.hashing import kafka_partition, kafka_partitions
+
+    assert kafka_partitions(keys, partitions) == [kafka_partition(k, partitions) for k in keys]
+
+
+def test_murmur2_matches_kafkas_reference_values():
+    from kspark.hashing import murmur2
+
+    # values from Kafka's UtilsTest.testMurmur2
+    cases = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
+             b"a-little-bit-longer-string": -1486304829,
+             b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+             bytes([ord("a"), ord("b"), ord("c")]): 479470107}
+    for data, expected in cases.items():
+        assert murmur2(data) == expected

@@ -6,6 +6,7 @@ counters."""
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 
 import numpy as np
@@ -81,7 +82,13 @@ records_strategy = st.lists(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def examples(default: int) -> int:
+    """Hypothesis examples: ``default`` in CI, more with ``KSPARK_EXAMPLES`` set."""
+    return int(os.environ.get("KSPARK_EXAMPLES", default))
+
+
+@settings(max_examples=examples(400), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=records_strategy,
     cuts=st.lists(st.integers(1, 120), max_size=5),
@@ -191,7 +198,8 @@ def per_topic(outputs):
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=records_strategy,
     cuts=st.lists(st.integers(1, 120), max_size=4),

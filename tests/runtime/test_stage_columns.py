@@ -20,12 +20,12 @@ from kspark.io.schema import INPUT_ARROW, KIND_RECORD
 from kspark.runtime.task import SourceRecord
 from kspark.spark import sources
 from kspark.spark.sources import _parquet_batch, pack_records
-from kspark.spark.stage import (
+from kspark.spark.stage import spark_hash_int, task_group_values
+from kspark.spark.stage_rows import (
     OUTPUT_COLUMNS,
+    RECORD_FIELDS,
     _ordered,
-    _unpacked,
-    spark_hash_int,
-    task_group_values,
+    record_columns,
 )
 
 
@@ -51,6 +51,10 @@ def as_frame(batch: pa.RecordBatch) -> pd.DataFrame:
     return frame[OUTPUT_COLUMNS]
 
 
+def records_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(record_columns(frame), columns=list(RECORD_FIELDS))
+
+
 def test_packed_rows_unpack_to_the_same_records(monkeypatch):
     monkeypatch.setattr(sources, "PACK_ROWS", 7)
     rng = random.Random(3)
@@ -63,18 +67,23 @@ def test_packed_rows_unpack_to_the_same_records(monkeypatch):
     plain = as_frame(input_batch(rows))
     packed = pack_records(input_batch(rows))
     assert packed.num_rows < 30
-    unpacked = _unpacked(as_frame(packed))
+    unpacked = records_frame(as_frame(packed))
     key = ["partition", "offset"]
+    expected = records_frame(plain)
     assert (
         unpacked.sort_values(key).reset_index(drop=True).equals(
-            plain.sort_values(key).reset_index(drop=True)
+            expected.sort_values(key).reset_index(drop=True)
         )
     )
+    assert len(expected) == len(rows) and expected["key"].tolist() == [r[0] for r in rows]
     # mixed with rows of another source, which stay as they are
     other = as_frame(input_batch([(b"x", b"1", "other", 1, 5, 7)]))
-    mixed = _unpacked(pd.concat([other, as_frame(packed)], ignore_index=True))
+    mixed = records_frame(pd.concat([other, as_frame(packed)], ignore_index=True))
     assert len(mixed) == len(rows) + 1
-    assert mixed.iloc[0].tolist() == other.iloc[0].tolist()
+    assert mixed[mixed["topic"] == "other"].to_dict("records") == [
+        {"topic": "other", "key": b"x", "value": b"1", "timestamp": 7, "partition": 1,
+         "offset": 5}
+    ]
 
 
 def test_ordered_matches_the_record_by_record_order():
@@ -174,7 +183,7 @@ def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeyp
     batches = [input_batch(rows[i : i + 10]) for i in range(0, len(rows), 10)]
     packed = list(sources.pack_stream(iter(batches)))
     assert sum(b.num_rows for b in packed) < 40
-    got = _unpacked(pd.concat([as_frame(b) for b in packed], ignore_index=True))
+    got = records_frame(pd.concat([as_frame(b) for b in packed], ignore_index=True))
     key = ["partition", "offset"]
     assert got.sort_values(key).reset_index(drop=True).equals(
-        as_frame(input_batch(rows)).sort_values(key).reset_index(drop=True))
+        records_frame(as_frame(input_batch(rows))).sort_values(key).reset_index(drop=True))

@@ -1,0 +1,262 @@
+"""The row work of one stage batch (see :mod:`kspark.spark.stage`): unpack and order a task's
+input rows, run the task, and turn its output into rows, as columns with pandas and numpy."""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Collection, Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kspark.hashing import kafka_partitions
+from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
+from kspark.runtime.batch import TaskStateBackend, run_task_batch
+from kspark.runtime.task import SourceBatch
+from kspark.spark.sources import PACKED_PREFIX, unpack_records
+from kspark.state.changelog import ChangelogCodec
+
+OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
+#: repartition rows get offsets ``upstream_partition * UPSTREAM_STRIDE + seq``
+UPSTREAM_STRIDE = 1 << 40
+
+
+def stage_batch(
+    stage: Any,
+    topology: Any,
+    partition: int,
+    rows: Iterator[pd.DataFrame],
+    state: TaskStateBackend,
+) -> Iterator[pd.DataFrame]:
+    """Output rows of one task's micro-batch in ``stage`` (a
+    :class:`~kspark.spark.stage.StageProcessor`): rows of other topics pass through."""
+    frame = pd.concat(list(rows), ignore_index=True)
+    sub = topology.sub_topologies()[stage.sub_topology_id]
+    topics = frame["topic"]
+    # a packed row carries records of the topic after the prefix
+    unprefixed = topics.str.removeprefix(PACKED_PREFIX)
+    own = (unprefixed.isin(sub.source_topics) & (frame["kind"] == KIND_RECORD)).to_numpy()
+    ticks = bool((topics == TICK_TOPIC).any())
+    if not own.all():
+        passthrough = frame[~own]  # packed rows of other topics stay packed
+        if len(passthrough):
+            yield passthrough[OUTPUT_COLUMNS]
+        frame = frame[own]
+    if not len(frame) and not ticks:
+        return
+    out = _run_task(stage, topology, sub, partition, record_columns(frame), state)
+    if len(out):  # pyspark 4.3 cannot convert an empty result frame to Arrow
+        yield out
+
+
+def _run_task(
+    stage: Any,
+    topology: Any,
+    sub: Any,
+    partition: int,
+    frame: Columns,
+    state: TaskStateBackend,
+) -> pd.DataFrame:
+    result = run_task_batch(
+        topology,
+        sub,
+        partition,
+        _ordered(frame, topology.internal_topics),
+        state,
+        stage.config,
+        changelog_stores=stage.changelog_topics.keys(),
+    )
+    task_id = f"{sub.id}_{partition}"
+    base = partition * UPSTREAM_STRIDE + result.first_output_seq
+    out = result.output
+    count = len(out)
+    keys = [o.key for o in out]
+    topics = [o.topic for o in out]
+    rows: dict[str, list[Any]] = {
+        "kind": [KIND_RECORD] * count,
+        "topic": topics,
+        "key": keys,
+        "value": [o.value for o in out],
+        "timestamp": [o.timestamp for o in out],
+        "partition": _partitions_of(stage.topic_partitions, topics, keys),
+        "offset": list(range(base, base + count)),
+        "task": [task_id] * count,
+    }
+    if stage.changelog_topics:
+        _changelog_rows(
+            stage.changelog_topics, topology, result.changelog, rows, task_id, partition
+        )
+    counters = {k: v for k, v in result.metrics.counters.items() if v}
+    if counters:
+        metrics_row = (
+            KIND_METRICS,
+            None,
+            None,
+            json.dumps(counters).encode(),
+            -1,
+            partition,
+            -1,
+            task_id,
+        )
+        for column, value in zip(OUTPUT_COLUMNS, metrics_row):
+            rows[column].append(value)
+    return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+
+def _partitions_of(
+    counts: dict[str, int], topics: list[str], keys: list[bytes | None]
+) -> list[int]:
+    """The partition of each output record: Kafka's default partitioner by key (0 for a null
+    key or a topic of one partition), hashed with numpy per topic."""
+    out = [0] * len(keys)
+    by_topic: dict[str, list[int]] = {}
+    for i, (topic, key) in enumerate(zip(topics, keys)):
+        if key is not None and counts.get(topic, 1) > 1:
+            by_topic.setdefault(topic, []).append(i)
+    for topic, idx in by_topic.items():
+        for i, part in zip(idx, kafka_partitions([keys[i] for i in idx], counts[topic])):
+            out[i] = part
+    return out
+
+
+def _changelog_rows(
+    changelog_topics: dict[str, str],
+    topology: Any,
+    changelog: dict[str, list],
+    rows: dict[str, list],
+    task_id: str,
+    partition: int,
+) -> None:
+    """Append the batch's committed changes of each written-out store as changelog rows
+    (partition = the task's partition, as Kafka Streams' changelogs are co-partitioned)."""
+    for store, entries in changelog.items():
+        topic = changelog_topics.get(store)
+        if topic is None:
+            continue
+        codec = ChangelogCodec.for_builder(topology.store_builders[store])
+        for key, value, ts in entries:
+            for column, item in zip(
+                OUTPUT_COLUMNS,
+                (
+                    KIND_CHANGELOG,
+                    topic,
+                    codec.encode_key(key),
+                    codec.encode_value(value),
+                    ts,
+                    partition,
+                    -1,
+                    task_id,
+                ),
+            ):
+                rows[column].append(item)
+
+
+#: the columns of a task's input records, as :func:`record_columns` gives them
+RECORD_FIELDS = ("topic", "key", "value", "timestamp", "partition", "offset")
+_RECORD_DTYPES = (object, object, object, np.int64, np.int64, np.int64)
+Columns = dict[str, np.ndarray]
+
+
+def record_columns(frame: pd.DataFrame) -> Columns:
+    """The records of ``frame``'s rows as numpy columns (:data:`RECORD_FIELDS`): packed rows
+    (:func:`kspark.spark.sources.pack_records`) give the records they carry, straight from
+    Arrow without a pandas frame per record; other rows are records themselves."""
+    topics = frame["topic"]
+    packed = topics.str.startswith(PACKED_PREFIX, na=False).to_numpy(dtype=bool)
+    parts: list[Columns] = []
+    if packed.any():
+        rows = frame[packed]
+        table = unpack_records(
+            rows["topic"].tolist(), rows["partition"].tolist(), rows["key"].tolist()
+        )
+        parts.append({
+            name: table.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+            for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
+        })
+    if not packed.all():
+        plain = frame[~packed]
+        parts.append({
+            name: plain[name].to_numpy(dtype=dtype)
+            for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
+        })
+    if len(parts) == 1:
+        return parts[0]
+    return {
+        name: np.concatenate([p[name] for p in parts]) if parts else np.empty(0, dtype)
+        for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
+    }
+
+
+def _ordered(frame: Columns | pd.DataFrame, repartition_topics: Collection[str] = ()
+             ) -> SourceBatch:
+    """Records of each topic-partition in offset order; across topics, the one whose next
+    record has the smallest timestamp goes first (as a Kafka Streams task chooses). Built as
+    columns, without a Python object per record.
+
+    A repartition topic's rows come from several upstream tasks, each in its own offset range
+    (``upstream * UPSTREAM_STRIDE + seq``) and written side by side within the micro-batch;
+    each upstream task's rows are merged by timestamp like a topic of their own, as they
+    would interleave on a Kafka partition, rather than one upstream task after another."""
+    topics = np.asarray(frame["topic"], dtype=object)
+    offsets = np.asarray(frame["offset"], dtype=np.int64)
+    stamps = np.asarray(frame["timestamp"], dtype=np.int64)
+    names = pd.unique(topics)
+    split = [n for n in names if n in repartition_topics]
+    if len(names) <= 1 and not split:
+        order = None if _ascending(offsets) else np.argsort(offsets, kind="stable")
+        topic = str(names[0]) if len(names) else ""
+        return _batch(frame, order, topic, None)
+    runs = []
+    for name in sorted(names):
+        idx = np.flatnonzero(topics == name)
+        idx = idx[np.argsort(offsets[idx], kind="stable")]
+        if name in split:
+            upstream = offsets[idx] // UPSTREAM_STRIDE
+            cuts = np.flatnonzero(upstream[1:] != upstream[:-1]) + 1
+            runs.extend(np.split(idx, cuts))
+        else:
+            runs.append(idx)
+    if len(runs) == 1:
+        order = runs[0]
+        topic = str(names[0])
+        return _batch(frame, None if _ascending(order) else order, topic, None)
+    heads = [(int(stamps[run[0]]), i, 0) for i, run in enumerate(runs)]
+    heapq.heapify(heads)
+    merged: list[int] = []
+    while heads:
+        _, i, j = heapq.heappop(heads)
+        run = runs[i]
+        merged.append(int(run[j]))
+        if j + 1 < len(run):
+            heapq.heappush(heads, (int(stamps[run[j + 1]]), i, j + 1))
+    order = np.array(merged, dtype=np.int64)
+    if len(names) == 1:
+        return _batch(frame, order, str(names[0]), None)
+    return _batch(frame, order, None, topics[order].tolist())
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return len(values) < 2 or bool((values[1:] >= values[:-1]).all())
+
+
+def _batch(
+    frame: Columns | pd.DataFrame,
+    order: np.ndarray | None,
+    topic: str | None,
+    topics: list[str] | None,
+) -> SourceBatch:
+    def column(name: str, dtype: Any = None) -> np.ndarray:
+        values = np.asarray(frame[name], dtype=dtype)
+        return values if order is None else values[order]
+
+    return SourceBatch(
+        column("timestamp", np.int64),
+        column("partition", np.int64),
+        column("offset", np.int64),
+        column("key", object),
+        column("value", object),
+        topic,
+        topics,
+    )
