@@ -65,6 +65,7 @@ class StreamsApp:
         self._lock = threading.Lock()
         self._batches = 0
         self._ticks = False
+        self._spark_partitions: int | None = None
         self._stages = self._ordered_stages()
         self._add_changelog_locations()
         self._check_topics()
@@ -197,6 +198,28 @@ class StreamsApp:
         """Tasks per sub-topology: the largest partition count of the app's topics."""
         return max(self._topic_partitions().values() or [1])
 
+    @property
+    def spark_partitions(self) -> int:
+        """Spark partitions (state store instances) per stage: ``spark.kspark.partitions`` if
+        set, else as many as the cluster runs at once (``defaultParallelism``) up to one per
+        task. Each Spark task of a stage runs its tasks one after another; fewer, larger Spark
+        tasks save the fixed cost of each (state store load and commit, Python worker set-up).
+        A restart keeps the number its checkpoint was started with, as Spark does."""
+        if self._spark_partitions is None:
+            from kspark.spark.query import APP_INFO, _local, load_app_info
+
+            tasks = self.task_count
+            setting = self.config.extra.get("spark.kspark.partitions")
+            local = _local(self.checkpoint_dir)
+            if local is not None and os.path.isfile(os.path.join(local, APP_INFO)):
+                info = load_app_info(local)
+                if info.get("tasks") == tasks and info.get("spark_partitions"):
+                    setting = info["spark_partitions"]
+            if setting is None:
+                setting = self.spark.sparkContext.defaultParallelism
+            self._spark_partitions = max(1, min(int(setting), tasks))
+        return self._spark_partitions
+
     def build_query_frame(self) -> Any:
         """The streaming DataFrame of output rows (before the sink)."""
         from pyspark import cloudpickle
@@ -231,11 +254,13 @@ class StreamsApp:
             F.lit(None).cast("string").alias("task"),
         )
         blob = cloudpickle.dumps(self.topology)
-        spark.conf.set("spark.sql.shuffle.partitions", str(max(tasks, 1)))
+        partitions = self.spark_partitions
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
         changelogs = self._changelog_topics()
         for sub in self._stages:
-            # one shuffle partition per task, so that tasks run side by side
-            frame = frame.withColumn("task_group", task_group_column(F.col("partition"), tasks))
+            # tasks spread evenly over the shuffle partitions, which run side by side
+            group = task_group_column(F.col("partition"), tasks, partitions)
+            frame = frame.withColumn("task_group", group)
             frame = frame.groupBy("task_group").transformWithStateInPandas(
                 StageProcessor(blob, sub.id, self.config, topic_partitions, changelogs),
                 OUTPUT_DDL,

@@ -61,6 +61,8 @@ def app_info(app: Any) -> dict[str, Any]:
         "operators": len(stages),
         # the state key of a task is a grouping value v with v % tasks == the task's partition
         "tasks": app.task_count,
+        # Spark partitions per stage (a restart keeps them; they only place the tasks)
+        "spark_partitions": app.spark_partitions,
         "stores": stores,
     }
 

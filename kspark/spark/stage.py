@@ -55,29 +55,31 @@ def spark_hash_int(value: int, seed: int = 42) -> int:
     return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
-def task_group_values(tasks: int) -> list[int]:
+def task_group_values(tasks: int, partitions: int | None = None) -> list[int]:
     """For each task ``p``, the smallest ``v >= 0`` with ``v % tasks == p`` that Spark's hash
-    partitioning into ``tasks`` shuffle partitions places in partition ``p``.
+    partitioning into ``partitions`` (default: ``tasks``) shuffle partitions places in
+    partition ``p % partitions``.
 
-    Grouping the stages by these values instead of the task number gives every task its own
-    shuffle partition (the task numbers themselves collide: with 4 partitions, tasks 0, 1 and
-    3 all hash to partition 3, so one core runs three tasks); :class:`StageProcessor` takes
-    the task back as ``key % tasks``."""
+    Grouping the stages by these values instead of the task number spreads the tasks evenly
+    over the shuffle partitions (the task numbers themselves collide: with 4 partitions, tasks
+    0, 1 and 3 all hash to partition 3, so one core runs three tasks); :class:`StageProcessor`
+    takes the task back as ``key % tasks``."""
+    partitions = partitions or tasks
     out = []
     for p in range(tasks):
         v = p
-        while spark_hash_int(v) % tasks != p:
+        while spark_hash_int(v) % partitions != p % partitions:
             v += tasks
         out.append(v)
     return out
 
 
-def task_group_column(partition: Any, tasks: int) -> Any:
+def task_group_column(partition: Any, tasks: int, partitions: int | None = None) -> Any:
     """The grouping column of the stages: ``partition`` mapped by :func:`task_group_values`
     (other values, if any, unchanged)."""
     from pyspark.sql import functions as F
 
-    values = task_group_values(tasks)
+    values = task_group_values(tasks, partitions)
     mapping = F.create_map(*[F.lit(x) for p, v in enumerate(values) for x in (p, v)])
     return F.coalesce(mapping[partition], partition)
 

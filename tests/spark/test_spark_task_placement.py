@@ -3,8 +3,11 @@ task a shuffle partition of its own (grouping by the task number would not)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pyspark.sql import functions as F
+from spark_harness import run_driver
 
 from kspark.spark.stage import spark_hash_int, task_group_column
 
@@ -26,3 +29,74 @@ def test_each_task_hashes_to_its_own_shuffle_partition(spark, tasks):
         assert r["shuffle"] == r["partition"]
         assert r["group"] % tasks == r["partition"]
         assert spark_hash_int(r["partition"]) == r["plain_hash"]
+
+
+@pytest.mark.parametrize("tasks,partitions", [(4, 2), (6, 4), (5, 1)])
+def test_tasks_spread_evenly_over_fewer_shuffle_partitions(spark, tasks, partitions):
+    frame = spark.range(tasks).select(F.col("id").cast("int").alias("partition"))
+    group = task_group_column(F.col("partition"), tasks, partitions)
+    rows = frame.select(
+        "partition", group.alias("group"),
+        F.pmod(F.hash(group), F.lit(partitions)).alias("shuffle"),
+    ).collect()
+    for r in rows:
+        assert r["shuffle"] == r["partition"] % partitions
+        assert r["group"] % tasks == r["partition"]
+
+
+def test_several_tasks_per_spark_partition_keep_their_own_state_across_a_restart(spark, app_dir):
+    """Four tasks on two Spark partitions give each task's own results (the final sessions of a
+    driver fed that partition's records); a restart asking for one partition keeps the
+    checkpoint's two."""
+    import random
+
+    from kspark import SessionWindows, StreamsBuilder, io, serdes
+    from kspark.hashing import kafka_partition
+    from kspark.spark import StreamsApp
+
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", serdes.String(), serdes.Long())
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(100, 0))
+        .count()
+        .to_stream()
+        .to("out", serdes.SessionWindowed(serdes.String()), serdes.Long())
+    )
+    topology = builder.build()
+    rng = random.Random(5)
+    records = [(f"k{rng.randrange(12)}", 1, t * 7 + rng.randrange(5)) for t in range(300)]
+    source = io.memory(serdes.String(), serdes.Long(), partitions=4, max_files_per_trigger=1)
+    out = io.memory(serdes.SessionWindowed(serdes.String()), serdes.Long())
+
+    def run(records, partitions):
+        source.send_all(records)
+        app = StreamsApp(topology, "placement", {"in": source, "out": out}, spark=spark,
+                         config={"spark.kspark.partitions": partitions},
+                         checkpoint_dir=os.path.join(app_dir, "placement"))
+        app.start()
+        try:
+            app.process_all_available()
+        finally:
+            app.stop()
+        return app
+
+    first = run(records[:150], 2)
+    assert first.spark_partitions == 2 and first.task_count == 4
+    second = run(records[150:], 1)
+    assert second.spark_partitions == 2  # the checkpoint's
+    # per task: a driver fed the records of its partition, in order
+    expected = {}
+    for task in range(4):
+        mine = [r for r in records if kafka_partition(r[0].encode(), 4) == task]
+        got = run_driver(topology, {"in": mine}, {"out": (serdes.SessionWindowed(serdes.String()),
+                                                          serdes.Long())},
+                         {"in": (serdes.String(), serdes.Long())})["out"]
+        for key, value, _ in got:
+            expected[key] = value
+    final = {}
+    for key, value, _ in out.records():
+        final[key] = value
+    live = {k: v for k, v in expected.items() if v is not None}
+    assert {k: v for k, v in final.items() if v is not None} == live
+    assert len(live) > 20
