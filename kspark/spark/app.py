@@ -216,7 +216,10 @@ class StreamsApp:
                 if info.get("tasks") == tasks and info.get("spark_partitions"):
                     setting = info["spark_partitions"]
             if setting is None:
-                setting = self.spark.sparkContext.defaultParallelism
+                try:
+                    setting = self.spark.sparkContext.defaultParallelism
+                except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext
+                    setting = tasks
             self._spark_partitions = max(1, min(int(setting), tasks))
         return self._spark_partitions
 
