@@ -10,7 +10,8 @@ processes the record rows of its own source topics (and tick rows) with the same
 that the sub-topologies of a topology run as one chain of operators in one query, crossing
 repartition topics inside the query.
 
-Task state in Spark state, per task (the grouping key is the task's partition):
+Task state in Spark state, per task (the grouping key is a value ``v`` with
+``v % tasks ==`` the task's partition, see :func:`task_group_values`):
 - ``task``: ValueState holding the pickled :meth:`Task.checkpoint_state` (stream time,
   punctuation due times, processors' own state, stores' metadata);
 - ``buckets``: MapState ``(store, bucket) -> pickled bucket``, read on first use in a batch and
