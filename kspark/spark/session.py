@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tempfile
 from typing import Any
 
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -21,6 +23,43 @@ def prepare_python_env() -> None:
     existing = os.environ.get("PYTHONPATH", "")
     merged = os.pathsep.join(dict.fromkeys([*paths, *existing.split(os.pathsep)]).keys())
     os.environ["PYTHONPATH"] = merged.strip(os.pathsep)
+
+
+def spark_home_without_zipped_python() -> str | None:
+    """A Spark home whose Python workers import pyspark with its bytecode cache, or None.
+
+    Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (and py4j's zip) first on every Python
+    worker's path. Python compiles modules imported from a zip on every start (a zip has no
+    bytecode cache), which costs about 1 s per process here: twice at each query start (the
+    Python data source runner and the ``transformWithStateInPandas`` schema runner on the
+    driver) and once for every Python worker daemon. The returned directory links everything of
+    the pip-installed Spark home except ``python/``, so workers import the installed pyspark
+    package (the same one this driver runs) from its compiled files instead. None when there is
+    nothing to gain: no zip, or pyspark not installed as a package next to its zip.
+    """
+    import pyspark
+    from pyspark.find_spark_home import _find_spark_home
+
+    real = os.path.realpath(os.environ.get("SPARK_HOME") or _find_spark_home())
+    package = os.path.realpath(os.path.dirname(pyspark.__file__))
+    zipped = os.path.join(real, "python", "lib", "pyspark.zip")
+    if os.name != "posix" or real != package or not os.path.exists(zipped):
+        return None
+    digest = hashlib.sha1(real.encode()).hexdigest()[:12]
+    home = os.path.join(tempfile.gettempdir(), f"kspark-spark-home-{os.getuid()}-{digest}")
+    if os.path.exists(os.path.join(home, "bin", "spark-submit")):
+        return home
+    staging = tempfile.mkdtemp(prefix="kspark-spark-home-", dir=tempfile.gettempdir())
+    for entry in os.listdir(real):
+        if entry != "python":
+            os.symlink(os.path.join(real, entry), os.path.join(staging, entry))
+    try:
+        os.rename(staging, home)
+    except OSError:  # another process made it first
+        for entry in os.listdir(staging):
+            os.unlink(os.path.join(staging, entry))
+        os.rmdir(staging)
+    return home
 
 
 def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
@@ -48,7 +87,19 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     builder = SparkSession.builder.master(master).appName("kspark")
     for key, value in {**kspark_spark_conf(), **(conf or {})}.items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    # the JVM (and every Python worker it starts) takes SPARK_HOME from the environment at launch
+    previous = os.environ.get("SPARK_HOME")
+    home = spark_home_without_zipped_python()
+    if home is not None:
+        os.environ["SPARK_HOME"] = home
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if home is not None:
+            if previous is None:
+                os.environ.pop("SPARK_HOME", None)
+            else:
+                os.environ["SPARK_HOME"] = previous
     spark.sparkContext.setLogLevel("ERROR")
     register_data_sources(spark)
     return spark

@@ -1,0 +1,45 @@
+"""The local Spark session kspark starts: its Python workers import the installed pyspark with
+its bytecode cache, not the zipped copy Spark puts first on their path."""
+
+from __future__ import annotations
+
+import os
+
+import pyspark
+
+
+def test_spark_home_links_everything_but_the_zipped_python():
+    from kspark.spark.session import spark_home_without_zipped_python
+
+    home = spark_home_without_zipped_python()
+    real = os.path.dirname(os.path.realpath(pyspark.__file__))
+    assert home is not None, "pip-installed pyspark ships python/lib/pyspark.zip"
+    assert os.path.exists(os.path.join(real, "python", "lib", "pyspark.zip"))
+    assert not os.path.exists(os.path.join(home, "python"))
+    assert os.path.realpath(os.path.join(home, "bin", "spark-submit")) == os.path.join(
+        real, "bin", "spark-submit"
+    )
+    assert sorted(os.listdir(home)) == sorted(e for e in os.listdir(real) if e != "python")
+    # made once, then reused
+    assert spark_home_without_zipped_python() == home
+
+
+def test_python_workers_import_the_installed_pyspark(spark):
+    def where(batches):
+        import pyarrow as pa
+        import pyspark as worker_pyspark
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"file": [worker_pyspark.__file__]})
+
+    files = {r.file for r in spark.range(2, numPartitions=2).mapInArrow(where, "file string")
+             .collect()}
+    assert files == {pyspark.__file__}, files
+    # the driver's environment is left as it was
+    assert os.environ.get("SPARK_HOME") != spark_home()
+
+
+def spark_home() -> str | None:
+    from kspark.spark.session import spark_home_without_zipped_python
+
+    return spark_home_without_zipped_python()
