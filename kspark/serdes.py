@@ -7,10 +7,15 @@ from __future__ import annotations
 import json
 import pickle
 import struct
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from kspark.errors import SerializationError
+from kspark.record_columns import WindowedKeys
 from kspark.windows import Window, Windowed
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _LONG = struct.Struct(">q")
 _END_START = struct.Struct(">qq")
@@ -33,7 +38,7 @@ class Serde:
                 f"{self.name} serde cannot serialize {type(value).__name__} {value!r:.80}: {exc}"
             ) from exc
 
-    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+    def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
         """:meth:`serialize` of each value (subclasses may do it faster)."""
         serialize = self.serialize
         return [serialize(v) for v in values]
@@ -89,7 +94,7 @@ class Long(Serde):
             raise TypeError("expected int")
         return _LONG.pack(value)
 
-    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+    def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
         pack, serialize = _LONG.pack, self.serialize
         try:
             return [pack(v) if type(v) is int else serialize(v) for v in values]
@@ -154,7 +159,9 @@ class SessionWindowed(Serde):
         key = self.inner.serialize(value.key) or b""
         return key + _END_START.pack(value.window.end, value.window.start)
 
-    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+    def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
+        if isinstance(values, WindowedKeys):
+            return _windowed_columns(self, values, (values.ends, values.starts))
         return _windowed_all(self, values, lambda w: _END_START.pack(w.end, w.start))
 
     def _deserialize(self, data: bytes) -> Windowed:
@@ -182,7 +189,9 @@ class TimeWindowed(Serde):
         key = self.inner.serialize(value.key) or b""
         return key + _LONG.pack(value.window.start)
 
-    def serialize_all(self, values: list[Any]) -> list[bytes | None]:
+    def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
+        if isinstance(values, WindowedKeys):
+            return _windowed_columns(self, values, (values.starts,))
         return _windowed_all(self, values, lambda w: _LONG.pack(w.start))
 
     def _deserialize(self, data: bytes) -> Windowed:
@@ -217,6 +226,20 @@ def as_serde(serde: Any) -> Serde:
     if hasattr(serde, "serialize") and hasattr(serde, "deserialize"):
         return serde
     raise TypeError(f"expected a serde (e.g. serdes.String()), got {serde!r}")
+
+
+def _windowed_columns(serde: Any, keys: WindowedKeys, fields: tuple[np.ndarray, ...]
+                      ) -> list[bytes | None]:
+    """``serde.serialize`` of each windowed key given as columns: each distinct inner key
+    serialized once, then the window's ``fields`` as 8-byte big-endian numbers."""
+    import numpy as np
+
+    inner = serde.inner.serialize
+    codes = keys.codes.tolist()
+    encoded = {c: inner(keys.keys[c]) or b"" for c in dict.fromkeys(codes)}
+    width = 8 * len(fields)
+    raw = np.stack(fields, axis=1).astype(">i8").tobytes()
+    return [encoded[c] + raw[i * width:(i + 1) * width] for i, c in enumerate(codes)]
 
 
 def _windowed_all(serde: Any, values: list[Any], suffix: Any) -> list[bytes | None]:

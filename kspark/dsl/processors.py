@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.record_columns import NewValues, RecordColumns
 from kspark.records import Change, Record
 from kspark.state.key_value import InMemoryKeyValueStore
 
@@ -257,6 +258,12 @@ class TableToStreamProcessor(Processor):
 
     def map_batch(self, records: list[Record]) -> list[Record]:
         return [Record(r.key, r.value.new_value, r.timestamp, r.headers) for r in records]
+
+    def map_columns(self, columns: RecordColumns) -> RecordColumns:
+        values = columns.values
+        if isinstance(values, NewValues):
+            return columns.with_values(values.new_values)
+        return columns.with_values([change.new_value for change in values])
 
 
 class TableRepartitionMapProcessor(Processor):

@@ -34,6 +34,7 @@ from kspark.dsl.time_window_aggregate import (
     resolve_retention,
 )
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.record_columns import NewValues, RecordColumns, WindowedKeys
 from kspark.records import Change, Record
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.state.session import InMemorySessionStore
@@ -741,12 +742,13 @@ class SessionBatch:
         except TypeError:  # keys that do not all compare: compare them only on ties
             order = np.array(sorted(range(len(at)), key=lambda i: (
                 at[i], ends[i], starts[i], keys[codes[i]])), dtype=np.int64)
-        records = [
-            Record(Windowed(keys[c], Window(s, e)), Change(aggregates[k], None), e)
-            for k, c, s, e in zip(order.tolist(), codes[order].tolist(),
-                                  starts[order].tolist(), ends[order].tolist())
-        ]
-        self.view.forward_each(at[order], records)
+        emitted = ends[order]
+        columns = RecordColumns(
+            WindowedKeys(keys, codes[order], starts[order], emitted),
+            NewValues([aggregates[k] for k in order.tolist()]),
+            emitted,
+        )
+        self.view.forward_columns(at[order], columns)
 
     def _code(self, key: Any) -> int:
         """The code of ``key`` in :attr:`all_keys` (the batch's keys, then stored ones)."""

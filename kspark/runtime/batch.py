@@ -17,7 +17,17 @@ from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
 from kspark.runtime.metrics import Metrics
-from kspark.runtime.task import FastPathAborted, OutputRecord, SourceBatch, SourceRecord, Task
+from kspark.runtime.task import (
+    FastPathAborted,
+    Output,
+    OutputBlock,
+    OutputRecord,
+    SourceBatch,
+    SourceRecord,
+    Task,
+    output_columns,
+    output_records,
+)
 from kspark.topology.topology import SubTopology, Topology
 
 
@@ -59,12 +69,24 @@ class DictTaskState:
 
 @dataclass
 class BatchResult:
-    output: list[OutputRecord]
+    #: what the task wrote, in order (see :attr:`output` and :meth:`output_columns`)
+    parts: Output
     changelog: dict[str, list[tuple[Any, Any, int]]]
     metrics: Metrics
     first_output_seq: int
     #: records handled by a processor's vectorised batch path (the rest: record by record)
     fast_records: int = 0
+
+    @property
+    def output(self) -> list[OutputRecord]:
+        """Every record written, in order."""
+        return output_records(self.parts)
+
+    def output_columns(
+        self,
+    ) -> tuple[list[str], list[bytes | None], list[bytes | None], list[int]]:
+        """Topic, key, value and timestamp of every record written, as columns."""
+        return output_columns(self.parts)
 
 
 def wall_clock_now() -> int:
@@ -124,7 +146,7 @@ def run_task_batch(
     task.punctuate_wall_clock()
     task.maybe_close_idle()
     task.commit()
-    output = task.drain_output()
+    output = task.drain_output_parts()
     for store in task.stores.values():
         for bucket, data in store.dirty_buckets().items():
             state.save_bucket(
@@ -133,6 +155,8 @@ def run_task_batch(
         store.clear_dirty()
     seq = previous.get("output_seq", 0)
     new_state = task.checkpoint_state()
-    new_state["output_seq"] = seq + len(output)
+    new_state["output_seq"] = seq + sum(
+        len(part) if isinstance(part, OutputBlock) else 1 for part in output
+    )
     state.set_meta(pickle.dumps(new_state, protocol=5))
     return BatchResult(output, task.drain_changelog(), metrics, seq, fast)

@@ -23,6 +23,7 @@ from kspark.processor.punctuation import (
     PunctuationSchedule,
     PunctuationType,
 )
+from kspark.record_columns import RecordColumns
 from kspark.records import Headers, Record, RecordMetadata
 from kspark.runtime.metrics import Metrics
 from kspark.state.base import BucketLoader, StoreBase
@@ -53,6 +54,61 @@ class OutputRecord:
     value: bytes | None
     timestamp: int
     headers: Headers = ()
+
+
+@dataclass(slots=True)
+class OutputBlock:
+    """Serialized records of one sink written at once, as columns (none has headers)."""
+
+    topic: str
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    timestamps: list[int]
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def records(self) -> list[OutputRecord]:
+        topic = self.topic
+        return [OutputRecord(topic, k, v, t)
+                for k, v, t in zip(self.keys, self.values, self.timestamps)]
+
+
+#: what a task writes, in order: single records and blocks of records
+Output = list["OutputRecord | OutputBlock"]
+
+
+def output_records(output: Output) -> list[OutputRecord]:
+    """Every record of ``output``, blocks opened up."""
+    out: list[OutputRecord] = []
+    for part in output:
+        if isinstance(part, OutputBlock):
+            out.extend(part.records())
+        else:
+            out.append(part)
+    return out
+
+
+def output_columns(output: Output
+                   ) -> tuple[list[str], list[bytes | None], list[bytes | None], list[int]]:
+    """Topic, key, value and timestamp of every record of ``output`` (headers left out), as
+    columns, without an object per record of a block."""
+    topics: list[str] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    stamps: list[int] = []
+    for part in output:
+        if isinstance(part, OutputBlock):
+            topics.extend([part.topic] * len(part))
+            keys.extend(part.keys)
+            values.extend(part.values)
+            stamps.extend(part.timestamps)
+        else:
+            topics.append(part.topic)
+            keys.append(part.key)
+            values.append(part.value)
+            stamps.append(part.timestamp)
+    return topics, keys, values, stamps
 
 
 class SourceBatch:
@@ -297,6 +353,16 @@ class BatchView:
             positions[starts].tolist(), [records[a:b] for a, b in zip(starts, ends)]
         )
 
+    def forward_columns(self, positions: np.ndarray, columns: RecordColumns) -> None:
+        """:meth:`forward_each` of ``columns.records()``; into a sink chain without making
+        the records where its operators map columns (:meth:`Task.forward_columns`)."""
+        if not len(columns):
+            return
+        if self.task.sink_chain(self.node) is not None:
+            self.task.forward_columns(self.node, columns)  # the sink does not see the position
+            return
+        self.forward_each(positions, columns.records())
+
     def forward_groups(self, positions: list[int], groups: list[list[Record]]) -> None:
         """For each position ``i`` in increasing order, forward its group of records from the
         processor while record ``i`` is being processed."""
@@ -352,7 +418,7 @@ class Task:
         self.last_input_wall_ms: int | None = None
         self.idle_advanced_to = -1
         #: records written by sinks (and dead-letter records) since the last drain
-        self.output: list[OutputRecord] = []
+        self.output: Output = []
         #: changelog entries since the last drain: store -> [(key, value, timestamp)]
         self.changelog: dict[str, list[tuple[Any, Any, int]]] = {}
         #: the stores whose changelog entries are kept (``None``: all)
@@ -650,6 +716,40 @@ class Task:
                 raise
         self._write_sink(sink, records)
 
+    def forward_columns(self, from_node: str, columns: RecordColumns) -> None:
+        """:meth:`forward_all` of ``columns.records()``. Operators of the sink chain that map
+        columns (``map_columns``) take them as they are; the records are made only for the
+        first operator that does not, and never when all of them do."""
+        chain = self.sink_chain(from_node)
+        if chain is None:
+            self.forward_all(from_node, columns.records())
+            return
+        mappers, sink = chain
+        records: list[Record] | None = None
+        for name, processor in mappers:
+            try:
+                if records is None and getattr(processor, "map_columns", None) is not None:
+                    columns = processor.map_columns(columns)
+                else:
+                    records = processor.map_batch(
+                        columns.records() if records is None else records
+                    )
+            except Exception:
+                if self._failed_node is None:
+                    self._failed_node = name
+                raise
+        if records is not None:
+            self._write_sink(sink, records)
+            return
+        node, key_serde, value_serde = self._sink(sink)  # type: ignore[misc]  # a sink node
+        try:
+            keys = key_serde.serialize_all(columns.keys)
+            values = value_serde.serialize_all(columns.values)
+        except SerializationError:
+            self._write_sink(sink, columns.records())  # the first record's error
+            raise
+        self.output.append(OutputBlock(node.topic, keys, values, columns.timestamps.tolist()))
+
     def sink_chain(self, node: str) -> tuple[list[tuple[str, Any]], str] | None:
         """The stateless operators (``map_batch``) and the sink below ``node`` when its output
         goes down one straight line of them into a sink (every node on it with one child)."""
@@ -696,10 +796,15 @@ class Task:
                 self._deliver(name, record)
             raise
         topic = node.topic
-        self.output.extend(
-            OutputRecord(topic, k, v, r.timestamp, r.headers)  # type: ignore[arg-type]
-            for k, v, r in zip(keys, values, records)
-        )
+        if any(r.headers for r in records):
+            self.output.extend(
+                OutputRecord(topic, k, v, r.timestamp, r.headers)  # type: ignore[arg-type]
+                for k, v, r in zip(keys, values, records)
+            )
+        else:
+            self.output.append(
+                OutputBlock(topic, keys, values, [r.timestamp for r in records])  # type: ignore[arg-type]
+            )
 
     def _deliver(self, name: str, record: Record) -> None:
         processor = self.processors.get(name)
@@ -817,6 +922,10 @@ class Task:
             raise StreamsError(f"task {self.task_id}: store caches did not settle at commit")
 
     def drain_output(self) -> list[OutputRecord]:
+        return output_records(self.drain_output_parts())
+
+    def drain_output_parts(self) -> Output:
+        """What :meth:`drain_output` gives, with blocks of records left as they are."""
         out, self.output = self.output, []
         return out
 

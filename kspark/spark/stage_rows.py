@@ -70,17 +70,15 @@ def _run_task(
     )
     task_id = f"{sub.id}_{partition}"
     base = partition * UPSTREAM_STRIDE + result.first_output_seq
-    out = result.output
-    count = len(out)
-    keys = [o.key for o in out]
-    topics = [o.topic for o in out]
+    topics, keys, values, stamps = result.output_columns()
+    count = len(topics)
     rows: dict[str, list[Any]] = {
         "kind": [KIND_RECORD] * count,
         "topic": topics,
         "key": keys,
-        "value": [o.value for o in out],
-        "timestamp": [o.timestamp for o in out],
-        "partition": _partitions_of(stage.topic_partitions, topics, keys),
+        "value": values,
+        "timestamp": stamps,
+        "partition": _partitions_of(stage.topic_partitions, topics, keys).tolist(),
         "offset": list(range(base, base + count)),
         "task": [task_id] * count,
     }
@@ -102,22 +100,37 @@ def _run_task(
         )
         for column, value in zip(OUTPUT_COLUMNS, metrics_row):
             rows[column].append(value)
-    return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+    # typed arrays: pandas does not infer a type per column
+    return pd.DataFrame(
+        {name: np.array(rows[name], dtype=dtype) for name, dtype in _OUTPUT_DTYPES.items()},
+        columns=OUTPUT_COLUMNS,
+        copy=False,
+    )
+
+
+_OUTPUT_DTYPES = {
+    "kind": object, "topic": object, "key": object, "value": object,
+    "timestamp": np.int64, "partition": np.int32, "offset": np.int64, "task": object,
+}
 
 
 def _partitions_of(
     counts: dict[str, int], topics: list[str], keys: list[bytes | None]
-) -> list[int]:
+) -> np.ndarray:
     """The partition of each output record: Kafka's default partitioner by key (0 for a null
     key or a topic of one partition), hashed with numpy per topic."""
-    out = [0] * len(keys)
-    by_topic: dict[str, list[int]] = {}
-    for i, (topic, key) in enumerate(zip(topics, keys)):
-        if key is not None and counts.get(topic, 1) > 1:
-            by_topic.setdefault(topic, []).append(i)
-    for topic, idx in by_topic.items():
-        for i, part in zip(idx, kafka_partitions([keys[i] for i in idx], counts[topic])):
-            out[i] = part
+    out = np.zeros(len(keys), dtype=np.int32)
+    if not keys:
+        return out
+    names = np.array(topics, dtype=object)
+    for topic in dict.fromkeys(topics):
+        n = counts.get(topic, 1)
+        if n <= 1:
+            continue
+        idx = np.flatnonzero(names == topic)
+        idx = np.array([i for i in idx.tolist() if keys[i] is not None], dtype=np.int64)
+        if len(idx):
+            out[idx] = kafka_partitions([keys[i] for i in idx.tolist()], n)
     return out
 
 
