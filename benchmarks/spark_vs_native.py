@@ -186,11 +186,13 @@ def main() -> None:
     modes = {"close": [True], "update": [False], "both": [True, False]}[args.emit]
     if args.warmup:
         # JVM and Python workers warm up on a slice of the workload, unmeasured, so that the
-        # order of the runs does not decide the figures
-        path = f"{gen.BENCH}/warmup_{n}_{k}_{args.warmup}"
+        # order of the runs does not decide the figures; in four row groups, so that the
+        # warm-up reads in as many parallel tasks (Python workers) as the measured runs
+        path = f"{gen.BENCH}/warmup4_{n}_{k}_{args.warmup}"
         if not os.path.exists(path):
             os.makedirs(path)
-            frame.iloc[: args.warmup].to_parquet(f"{path}/part-00000.parquet")
+            frame.iloc[: args.warmup].to_parquet(f"{path}/part-00000.parquet",
+                                                 row_group_size=-(-args.warmup // 4))
         if not args.skip_native:
             run_native(spark, gen, src, path, args.partitions)
         for on_close in modes:

@@ -181,8 +181,12 @@ def pack_records(batch: Any) -> Any:
     order = np.argsort(parts, kind="stable")
     sorted_parts = parts[order]
     cuts = np.flatnonzero(np.diff(sorted_parts)) + 1
+    # keys and values dictionary-encoded: each distinct byte string travels once per row, and
+    # the task gets them as codes (see kspark.runtime.task.Encoded)
     inner = pa.RecordBatch.from_arrays(
-        [batch.column(f) for f in _PACKED_FIELDS], names=list(_PACKED_FIELDS)
+        [pc.dictionary_encode(batch.column(f)) if f in ("key", "value") else batch.column(f)
+         for f in _PACKED_FIELDS],
+        names=list(_PACKED_FIELDS),
     )
     blobs, row_parts, firsts = [], [], []
     for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), n]):
@@ -233,7 +237,7 @@ def pack_stream(batches: Iterator[Any]) -> Iterator[Any]:
 
 def unpack_records(topics: list[str], partitions: list[int], blobs: list[bytes]) -> Any:
     """The records of packed rows as one Arrow table (columns key, value, timestamp, offset,
-    topic, partition), row by row in order."""
+    topic, partition), row by row in order; key and value are dictionary-encoded."""
     import numpy as np
     import pyarrow as pa
 

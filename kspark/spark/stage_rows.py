@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from kspark.hashing import kafka_partitions
 from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
-from kspark.runtime.task import SourceBatch
+from kspark.runtime.task import Encoded, SourceBatch
 from kspark.spark.sources import PACKED_PREFIX, unpack_records
 from kspark.state.changelog import ChangelogCodec
 
@@ -184,10 +185,18 @@ def record_columns(frame: pd.DataFrame) -> Columns:
         table = unpack_records(
             rows["topic"].tolist(), rows["partition"].tolist(), rows["key"].tolist()
         )
-        parts.append({
-            name: table.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-            for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
-        })
+        columns: Columns = {}
+        for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES):
+            column = table.column(name)
+            if pa.types.is_dictionary(column.type):
+                codes, uniques = _codes(column)
+                columns[f"{name}_codes"], columns[f"{name}_uniques"] = codes, uniques
+                known = np.empty(len(uniques) + 1, dtype=object)
+                known[:-1] = uniques  # and None at -1
+                columns[name] = known[codes]
+            else:
+                columns[name] = column.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+        parts.append(columns)
     if not packed.all():
         plain = frame[~packed]
         parts.append({
@@ -196,10 +205,23 @@ def record_columns(frame: pd.DataFrame) -> Columns:
         })
     if len(parts) == 1:
         return parts[0]
-    return {
+    return {  # the codes of the packed part are left out
         name: np.concatenate([p[name] for p in parts]) if parts else np.empty(0, dtype)
         for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
     }
+
+
+def _codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A dictionary-encoded Arrow column as ``(codes, distinct values)``, -1 for null."""
+    import pyarrow.compute as pc
+
+    column = column.unify_dictionaries()
+    if not column.num_chunks:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+    indices = pa.chunked_array([chunk.indices for chunk in column.chunks])
+    codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64, copy=False)
+    uniques = column.chunk(0).dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    return codes, uniques
 
 
 def _ordered(frame: Columns | pd.DataFrame, repartition_topics: Collection[str] = ()
@@ -264,6 +286,11 @@ def _batch(
         values = np.asarray(frame[name], dtype=dtype)
         return values if order is None else values[order]
 
+    def encoded(name: str) -> Encoded | None:
+        if f"{name}_codes" not in frame:
+            return None
+        return column(f"{name}_codes", np.int64), np.asarray(frame[f"{name}_uniques"])
+
     return SourceBatch(
         column("timestamp", np.int64),
         column("partition", np.int64),
@@ -272,4 +299,6 @@ def _batch(
         column("value", object),
         topic,
         topics,
+        encoded("key"),
+        encoded("value"),
     )

@@ -86,6 +86,33 @@ def test_packed_rows_unpack_to_the_same_records(monkeypatch):
     ]
 
 
+def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
+    from kspark import serdes
+    from kspark.runtime.task import decode_column
+
+    monkeypatch.setattr(sources, "PACK_ROWS", 9)
+    rng = random.Random(11)
+    rows = [
+        (None if i % 7 == 0 else f"k{rng.randrange(12)}".encode(),
+         None if i % 5 == 0 else str(rng.randrange(4)).encode(), "clicks", rng.randrange(2),
+         offset, rng.randrange(50))
+        for i, offset in enumerate(rng.sample(range(1000), 80))  # not in offset order
+    ]
+    batch = _ordered(record_columns(as_frame(pack_records(input_batch(rows)))))
+    assert batch.encoded_keys is not None and batch.encoded_values is not None
+    for raw, encoded, dedupe in ((batch.keys, batch.encoded_keys, True),
+                                 (batch.values, batch.encoded_values, False)):
+        codes, uniques = encoded
+        assert len(set(uniques.tolist())) == len(uniques)
+        assert [None if c < 0 else uniques[c] for c in codes.tolist()] == list(raw)
+        fast = decode_column(raw, serdes.String(), dedupe=dedupe, encoded=encoded)
+        slow = decode_column(raw, serdes.String(), dedupe=dedupe)
+        assert fast.codes.tolist() == slow.codes.tolist()
+        assert list(fast.uniques) == list(slow.uniques)
+    # plain rows carry no codes
+    assert _ordered(record_columns(as_frame(input_batch(rows)))).encoded_keys is None
+
+
 def test_ordered_matches_the_record_by_record_order():
     rng = random.Random(5)
     rows = []
