@@ -8,7 +8,7 @@ needs the records themselves still gets exactly the objects the record-by-record
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from kspark.records import Change, Record
 from kspark.windows import Window, Windowed
@@ -16,8 +16,30 @@ from kspark.windows import Window, Windowed
 if TYPE_CHECKING:
     import numpy as np
 
+T = TypeVar("T")
 
-class WindowedKeys(Sequence[Windowed]):
+
+class _Column(Sequence[T]):
+    """A read-only column that makes item ``i`` (:meth:`_item`) only when asked for it."""
+
+    def _item(self, i: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._item(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._item(i)
+
+
+class WindowedKeys(_Column[Windowed]):
     """``Windowed(keys[codes[i]], Window(starts[i], ends[i]))`` for each ``i``."""
 
     def __init__(self, keys: Sequence[Any], codes: np.ndarray, starts: np.ndarray,
@@ -30,13 +52,7 @@ class WindowedKeys(Sequence[Windowed]):
     def __len__(self) -> int:
         return len(self.codes)
 
-    @overload
-    def __getitem__(self, i: int) -> Windowed: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Windowed]: ...
-    def __getitem__(self, i: int | slice) -> Windowed | list[Windowed]:
-        if isinstance(i, slice):
-            return list(self)[i]
+    def _item(self, i: int) -> Windowed:
         return Windowed(self.keys[int(self.codes[i])],
                         Window(int(self.starts[i]), int(self.ends[i])))
 
@@ -46,7 +62,7 @@ class WindowedKeys(Sequence[Windowed]):
             yield Windowed(keys[c], Window(s, e))
 
 
-class NewValues(Sequence[Change]):
+class NewValues(_Column[Change]):
     """``Change(new_values[i], None)`` for each ``i``: updates that replace nothing."""
 
     def __init__(self, new_values: list[Any]) -> None:
@@ -55,13 +71,7 @@ class NewValues(Sequence[Change]):
     def __len__(self) -> int:
         return len(self.new_values)
 
-    @overload
-    def __getitem__(self, i: int) -> Change: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Change]: ...
-    def __getitem__(self, i: int | slice) -> Change | list[Change]:
-        if isinstance(i, slice):
-            return [Change(v, None) for v in self.new_values[i]]
+    def _item(self, i: int) -> Change:
         return Change(self.new_values[i], None)
 
     def __iter__(self) -> Iterator[Change]:

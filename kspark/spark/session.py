@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -47,19 +48,27 @@ def spark_home_without_zipped_python() -> str | None:
         return None
     digest = hashlib.sha1(real.encode()).hexdigest()[:12]
     home = os.path.join(tempfile.gettempdir(), f"kspark-spark-home-{os.getuid()}-{digest}")
-    if os.path.exists(os.path.join(home, "bin", "spark-submit")):
-        return home
-    staging = tempfile.mkdtemp(prefix="kspark-spark-home-", dir=tempfile.gettempdir())
-    for entry in os.listdir(real):
-        if entry != "python":
-            os.symlink(os.path.join(real, entry), os.path.join(staging, entry))
-    try:
-        os.rename(staging, home)
-    except OSError:  # another process made it first
-        for entry in os.listdir(staging):
-            os.unlink(os.path.join(staging, entry))
-        os.rmdir(staging)
+    if not os.path.isdir(home):
+        staging = tempfile.mkdtemp(prefix="kspark-spark-home-", dir=tempfile.gettempdir())
+        _link_entries(real, staging)
+        try:
+            os.rename(staging, home)
+        except OSError:  # another process made it first
+            for entry in os.listdir(staging):
+                os.unlink(os.path.join(staging, entry))
+            os.rmdir(staging)
+    _link_entries(real, home)  # what a newer pyspark added since
     return home
+
+
+def _link_entries(real: str, home: str) -> None:
+    """Link each entry of the Spark home ``real`` but ``python/`` into ``home``, once. (Spark
+    may add entries of its own there, e.g. the ``work`` directory of local-cluster executors.)"""
+    for entry in os.listdir(real):
+        target = os.path.join(home, entry)
+        if entry != "python" and not os.path.lexists(target):
+            with contextlib.suppress(FileExistsError):  # another process linked it
+                os.symlink(os.path.join(real, entry), target)
 
 
 def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:

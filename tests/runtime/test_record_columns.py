@@ -68,7 +68,10 @@ def test_columns_materialize_the_records_they_stand_for():
         Record(Windowed("b", Window(5, 9)), Change(3, None), 9),
         Record(Windowed("a", Window(7, 7)), Change(None, None), 7),
     ]
-    assert columns.values[0:1] == [Change(3, None)]
+    assert columns.values[0:1] == [Change(3, None)] and columns.values[-1] == Change(None, None)
+    assert keys[::-1] == list(keys)[::-1] and keys[-2] == Windowed("b", Window(5, 9))
+    with pytest.raises(IndexError):
+        keys[2]
     assert columns.with_values([1, 2]).records()[1] == Record(Windowed("a", Window(7, 7)), 2, 7)
     with pytest.raises(ValueError, match="different lengths"):
         RecordColumns(keys, [1], np.array([9, 7]))
