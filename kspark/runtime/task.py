@@ -730,14 +730,7 @@ class Task:
                 self.forward(from_node, record)
             return
         mappers, sink = chain
-        for name, processor in mappers:
-            try:
-                records = processor.map_batch(records)
-            except Exception:
-                if self._failed_node is None:
-                    self._failed_node = name
-                raise
-        self._write_sink(sink, records)
+        self._write_sink(sink, self._mapped(mappers, records))
 
     def forward_columns(self, from_node: str, columns: RecordColumns) -> None:
         """:meth:`forward_all` of ``columns.records()``. Operators of the sink chain that map
@@ -748,22 +741,11 @@ class Task:
             self.forward_all(from_node, columns.records())
             return
         mappers, sink = chain
-        records: list[Record] | None = None
-        for name, processor in mappers:
-            try:
-                if records is None and getattr(processor, "map_columns", None) is not None:
-                    columns = processor.map_columns(columns)
-                else:
-                    records = processor.map_batch(
-                        columns.records() if records is None else records
-                    )
-            except Exception:
-                if self._failed_node is None:
-                    self._failed_node = name
-                raise
-        if records is not None:
-            self._write_sink(sink, records)
-            return
+        for i, (name, processor) in enumerate(mappers):
+            if getattr(processor, "map_columns", None) is None:
+                self._write_sink(sink, self._mapped(mappers[i:], columns.records()))
+                return
+            columns = self._in_node(name, processor.map_columns, columns)
         node, key_serde, value_serde = self._sink(sink)  # type: ignore[misc]  # a sink node
         try:
             keys = key_serde.serialize_all(columns.keys)
@@ -772,6 +754,21 @@ class Task:
             self._write_sink(sink, columns.records())  # the first record's error
             raise
         self.output.append(OutputBlock(node.topic, keys, values, columns.timestamps.tolist()))
+
+    def _mapped(self, mappers: list[tuple[str, Any]], records: list[Record]) -> list[Record]:
+        """``records`` through each operator's ``map_batch`` in turn."""
+        for name, processor in mappers:
+            records = self._in_node(name, processor.map_batch, records)
+        return records
+
+    def _in_node(self, name: str, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """``fn(arg)``; a failure is reported as processor ``name``'s."""
+        try:
+            return fn(arg)
+        except Exception:
+            if self._failed_node is None:
+                self._failed_node = name
+            raise
 
     def sink_chain(self, node: str) -> tuple[list[tuple[str, Any]], str] | None:
         """The stateless operators (``map_batch``) and the sink below ``node`` when its output

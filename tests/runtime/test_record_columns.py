@@ -86,7 +86,7 @@ class FailingString(serdes.String):
         return super()._serialize(value)
 
 
-def session_topology(breaker: bool, mapper: bool, key_serde=None):
+def session_topology(breaker: bool, mapper: bool, key_serde=None, failing: bool = False):
     """session count emitted on window close -> to_stream -> [peek] -> [map_values] -> ``out``;
     ``peek`` (no list path) makes every record go one at a time."""
     builder = StreamsBuilder()
@@ -101,7 +101,12 @@ def session_topology(breaker: bool, mapper: bool, key_serde=None):
     if breaker:
         stream = stream.peek(lambda k, v: None)
     if mapper:
-        stream = stream.map_values(lambda v: v * 10)
+        def times_ten(v):
+            if failing and v == 2:
+                raise ValueError("two")
+            return v * 10
+
+        stream = stream.map_values(times_ten)
     stream.to("out", serdes.SessionWindowed(key_serde or serdes.String()), serdes.Long())
     return builder.build()
 
@@ -154,3 +159,16 @@ def test_a_key_that_fails_to_serialize_fails_as_record_by_record():
                                                     str(caught.value))))
     assert failures[0] == failures[1]
     assert "no bad keys" in failures[0][1]
+
+
+def test_a_failing_mapper_after_the_columns_fails_as_record_by_record():
+    clicks = [("a", 1), ("a", 2), ("c", 3), ("a", 30)]  # a [1, 2] counts 2
+    failures = []
+    for breaker in (False, True):
+        with pytest.raises(Exception) as caught:
+            run(session_topology(breaker, True, failing=True), clicks, len(clicks))
+        failures.append((type(caught.value), str(caught.value)))
+    # the failing processor is named, as record by record (the peek shifts the node numbers)
+    assert "processor 'KSTREAM-MAPVALUES-" in failures[0][1] and "two" in failures[0][1]
+    assert [(t, re.sub(r"K[A-Z]+-[A-Z]+-\d+", "node", m)) for t, m in failures[:1]] == [
+        (t, re.sub(r"K[A-Z]+-[A-Z]+-\d+", "node", m)) for t, m in failures[1:]]
