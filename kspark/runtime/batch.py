@@ -20,12 +20,12 @@ from kspark.runtime.metrics import Metrics
 from kspark.runtime.task import (
     FastPathAborted,
     Output,
-    OutputBlock,
     OutputRecord,
     SourceBatch,
     SourceRecord,
     Task,
     output_columns,
+    output_count,
     output_records,
 )
 from kspark.topology.topology import SubTopology, Topology
@@ -155,8 +155,6 @@ def run_task_batch(
         store.clear_dirty()
     seq = previous.get("output_seq", 0)
     new_state = task.checkpoint_state()
-    new_state["output_seq"] = seq + sum(
-        len(part) if isinstance(part, OutputBlock) else 1 for part in output
-    )
+    new_state["output_seq"] = seq + output_count(output)
     state.set_meta(pickle.dumps(new_state, protocol=5))
     return BatchResult(output, task.drain_changelog(), metrics, seq, fast)

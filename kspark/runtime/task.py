@@ -89,6 +89,11 @@ def output_records(output: Output) -> list[OutputRecord]:
     return out
 
 
+def output_count(output: Output) -> int:
+    """How many records ``output`` holds."""
+    return sum(len(part) if isinstance(part, OutputBlock) else 1 for part in output)
+
+
 def output_columns(output: Output
                    ) -> tuple[list[str], list[bytes | None], list[bytes | None], list[int]]:
     """Topic, key, value and timestamp of every record of ``output`` (headers left out), as

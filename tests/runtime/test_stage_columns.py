@@ -113,6 +113,22 @@ def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
     assert _ordered(record_columns(as_frame(input_batch(rows)))).encoded_keys is None
 
 
+def test_output_partitions_are_kafkas_default_partitioner_per_topic():
+    from kspark.hashing import kafka_partition
+    from kspark.spark.stage_rows import _partitions_of
+
+    rng = random.Random(7)
+    counts = {"four": 4, "seven": 7, "one": 1}
+    topics = [rng.choice(["four", "seven", "one", "unknown"]) for _ in range(300)]
+    keys = [None if rng.random() < 0.1 else f"k{rng.randrange(50)}".encode() for _ in topics]
+    expected = [
+        0 if key is None or counts.get(topic, 1) <= 1 else kafka_partition(key, counts[topic])
+        for topic, key in zip(topics, keys)
+    ]
+    assert _partitions_of(counts, topics, keys).tolist() == expected
+    assert _partitions_of(counts, [], []).tolist() == []
+
+
 def test_ordered_matches_the_record_by_record_order():
     rng = random.Random(5)
     rows = []
