@@ -119,6 +119,7 @@ class FileStreamReader(DataSourceStreamReader):
                 self.partitions_n,
                 self.topic,
                 partition.index * OFFSET_STRIDE,
+                dictionary=self.pack,
             )
             if batch is not None:
                 return batch
@@ -165,7 +166,8 @@ def pack_records(batch: Any) -> Any:
     offset), topic ``PACKED_PREFIX + topic``. Spark then moves and converts a handful of rows
     per task instead of one per record (its ``transformWithStateInPandas`` input path costs
     several microseconds per row in Python); the order of records within a row is kept and
-    every record keeps its offset."""
+    every record keeps its offset. Key and value may come dictionary-encoded already
+    (:func:`_parquet_batch` with ``dictionary=True``)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -175,16 +177,18 @@ def pack_records(batch: Any) -> Any:
     n = batch.num_rows
     topics = batch.column("topic")
     if not n or topics.null_count or len(pc.unique(topics)) != 1:
-        return batch
+        return _plain(batch)
     topic = topics[0].as_py()
     parts = batch.column("partition").to_numpy(zero_copy_only=False)
-    order = np.argsort(parts, kind="stable")
+    # a stable sort of small integers is a radix sort in numpy
+    small = parts.astype(np.int16) if parts.min() >= 0 and parts.max() < 1 << 15 else parts
+    order = np.argsort(small, kind="stable")
     sorted_parts = parts[order]
     cuts = np.flatnonzero(np.diff(sorted_parts)) + 1
     # keys and values dictionary-encoded: each distinct byte string travels once per row, and
     # the task gets them as codes (see kspark.runtime.task.Encoded)
     inner = pa.RecordBatch.from_arrays(
-        [pc.dictionary_encode(batch.column(f)) if f in ("key", "value") else batch.column(f)
+        [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
          for f in _PACKED_FIELDS],
         names=list(_PACKED_FIELDS),
     )
@@ -210,6 +214,27 @@ def pack_records(batch: Any) -> Any:
             pa.array([0] * rows, pa.int64()),
         ],
         schema=INPUT_ARROW,
+    )
+
+
+def _dictionary(column: Any) -> Any:
+    """``column`` dictionary-encoded (as it is if it already is)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+
+
+def _plain(batch: Any) -> Any:
+    """``batch`` with dictionary-encoded columns decoded (:data:`INPUT_ARROW`'s types)."""
+    import pyarrow as pa
+
+    from kspark.io.schema import INPUT_ARROW
+
+    if not any(pa.types.is_dictionary(f.type) for f in batch.schema):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [c.cast(f.type) for c, f in zip(batch.columns, INPUT_ARROW)], schema=INPUT_ARROW
     )
 
 
@@ -303,9 +328,12 @@ def _parquet_batch(
     partitions: int,
     topic: str,
     base: int,
+    *,
+    dictionary: bool = False,
 ) -> Any | None:
     """Rows ``[lo, hi)`` of a Parquet file as one input batch, decoding each distinct key and
-    value once; exactly what :func:`kspark.io.files.file_rows` gives. ``None`` when the file
+    value once; exactly what :func:`kspark.io.files.file_rows` gives (with ``dictionary``, key
+    and value dictionary-encoded, for :func:`pack_records`). ``None`` when the file
     needs the row-by-row reader (whole rows as values, non-integer or null timestamps, nested
     columns, or an error to report with the row)."""
     import json
@@ -315,7 +343,7 @@ def _parquet_batch(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from kspark.hashing import kafka_partition
+    from kspark.hashing import kafka_partitions
     from kspark.io.schema import INPUT_ARROW
 
     if value_field is None:
@@ -336,15 +364,13 @@ def _parquet_batch(
             key_idx, key_bytes = _encoded(
                 table.column(key_field), lambda v: str(v).encode("utf-8")
             )
-            keys = pc.take(pa.array(key_bytes, pa.binary()), key_idx)
+            keys = _expand(key_idx, key_bytes, dictionary)
             if partitions == 1:
                 parts = np.zeros(n, dtype=np.int32)
             else:
-                per_key = np.array(
-                    [0 if k is None else kafka_partition(k, partitions) for k in key_bytes]
-                    or [0],
-                    dtype=np.int32,
-                )
+                per_key = np.zeros(max(len(key_bytes), 1), dtype=np.int32)
+                known = [i for i, k in enumerate(key_bytes) if k is not None]
+                per_key[known] = kafka_partitions([key_bytes[i] for i in known], partitions)
                 idx = key_idx.to_numpy(zero_copy_only=False)
                 parts = np.where(np.isnan(idx), 0, per_key[np.nan_to_num(idx).astype(np.int64)])
                 parts = parts.astype(np.int32)
@@ -355,23 +381,33 @@ def _parquet_batch(
             value_idx, value_bytes = _encoded(
                 table.column(value_field), lambda v: json.dumps(v, default=str).encode()
             )
-            values = pc.take(pa.array(value_bytes, pa.binary()), value_idx)
+            values = _expand(value_idx, value_bytes, dictionary)
         else:
             values = pa.nulls(n, pa.binary())
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
         return None
     topics = pc.take(pa.array([topic], pa.string()), pa.array(np.zeros(n, dtype=np.int32)))
-    return pa.RecordBatch.from_arrays(
-        [
-            keys,
-            values,
-            topics,
-            pa.array(parts, pa.int32()),
-            pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
-            stamps,
-        ],
-        schema=INPUT_ARROW,
-    )
+    columns = [
+        keys,
+        values,
+        topics,
+        pa.array(parts, pa.int32()),
+        pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
+        stamps,
+    ]
+    return pa.RecordBatch.from_arrays(columns, names=INPUT_ARROW.names) if dictionary else (
+        pa.RecordBatch.from_arrays(columns, schema=INPUT_ARROW))
+
+
+def _expand(indices: Any, uniques: list[Any], dictionary: bool) -> Any:
+    """The column of ``uniques[indices]`` (nulls stay null): a dictionary array, or taken."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = pa.array(uniques, pa.binary())
+    if dictionary:
+        return pa.DictionaryArray.from_arrays(indices, values)
+    return pc.take(values, indices)
 
 
 class _TickPartition(InputPartition):

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
     from kspark.config import StreamsConfig
 
 _TOPOLOGIES: dict[str, Any] = {}
+
+# State schemas as types, not DDL strings: pyspark sends a DDL string to the JVM to be parsed
+# (with Spark's SQL parser) every time a task opens its state, i.e. per task and micro-batch.
+_BLOB = StructType([StructField("blob", BinaryType())])
+_BUCKET_KEY = StructType([StructField("store", StringType()), StructField("bucket", IntegerType())])
 
 
 def spark_hash_int(value: int, seed: int = 42) -> int:
@@ -141,8 +147,8 @@ class StageProcessor(StatefulProcessor):
         self.tasks = max([*topic_partitions.values(), 1])
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.meta = handle.getValueState("task", "blob binary")
-        self.buckets = handle.getMapState("buckets", "store string, bucket int", "blob binary")
+        self.meta = handle.getValueState("task", _BLOB)
+        self.buckets = handle.getMapState("buckets", _BUCKET_KEY, _BLOB)
 
     def close(self) -> None:
         pass

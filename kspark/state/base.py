@@ -24,6 +24,8 @@ from kspark.hashing import stable_hash
 log = logging.getLogger("kspark.state")
 
 DEFAULT_BUCKETS = 16
+#: most keys whose bucket a store remembers
+_BUCKET_MEMO_SIZE = 1 << 16
 
 #: ``listener(store_key, new_value, old_value, timestamp)`` called for each dirty key at flush
 #: (batched: ``listener(entries)`` once, with every such tuple in order).
@@ -96,6 +98,8 @@ class StoreBase:
         self._buckets: dict[int, Any] = {}
         self._fetched: set[int] = set()  # buckets already asked of the loader this batch
         self._dirty_buckets: set[int] = set()
+        #: bucket of each str / bytes key seen (other types: 1 == 1.0 == True hash apart)
+        self._bucket_memo: dict[str | bytes, int] = {}
         # caching: store key -> (value before the first update, latest value, latest timestamp)
         self._dirty: dict[Any, tuple[Any, Any, int]] = {}
         self._flush_listener: FlushListener | None = None
@@ -138,7 +142,15 @@ class StoreBase:
     def bucket_of(self, key: Any) -> int:
         if self.num_buckets == 1:
             return 0
-        return stable_hash(key) % self.num_buckets
+        if type(key) is not str and type(key) is not bytes:
+            return stable_hash(key) % self.num_buckets
+        memo = self._bucket_memo
+        bucket = memo.get(key)
+        if bucket is None:
+            if len(memo) >= _BUCKET_MEMO_SIZE:
+                memo.clear()
+            bucket = memo[key] = stable_hash(key) % self.num_buckets
+        return bucket
 
     def _bucket_for(self, key: Any, *, create: bool) -> Any | None:
         return self._bucket(self.bucket_of(key), create=create)

@@ -10,7 +10,7 @@ any put or remove. With ``bound = observed_stream_time - retention``:
 - an entry whose segment timestamp is ``<= bound`` is expired: reads never return it, even while
   its segment still exists.
 
-Bucket layout: ``{segment_id: SortedDict(key -> SortedDict(sub_key -> (value, timestamp)))}``,
+Bucket layout: ``{segment_id: SortedDict(key -> SubEntries(sub_key -> (value, timestamp)))}``,
 where the sub key orders one key's entries in time (window: ``(start, seqnum)``, session:
 ``(end, start)``). Empty containers are always removed, so an empty bucket is ``{}`` (falsy).
 """
@@ -24,6 +24,24 @@ from sortedcontainers import SortedDict
 
 from kspark.state._common import check_name, order_error
 from kspark.state.base import DEFAULT_BUCKETS, StoreBase
+
+
+class SubEntries(dict):
+    """One key's entries in one segment, by sub key: a plain dict, read in sub key order.
+
+    A key has a handful of entries per segment, and a batch builds, loads and pickles one such
+    container per key it touches: a dict costs a fraction of a ``SortedDict`` to build and to
+    (un)pickle, and sorting a few sub keys on read is cheap."""
+
+    __slots__ = ()
+
+    def irange(self, lo: Any = None, hi: Any = None) -> list[Any]:
+        """The sub keys in ``[lo, hi]`` (``None``: unbounded), ascending."""
+        subs = sorted(self)
+        if lo is None and hi is None:
+            return subs
+        return [s for s in subs if (lo is None or s >= lo) and (hi is None or s <= hi)]
+
 
 #: Marker returned by :meth:`SegmentedStore._write` when the target segment has expired.
 EXPIRED = object()
@@ -176,7 +194,7 @@ class SegmentedStore(StoreBase):
         subs = segment.get(key)
         if subs is None:
             try:
-                segment[key] = subs = SortedDict()
+                segment[key] = subs = SubEntries()
             except TypeError as e:
                 if not segment:
                     del data[seg]

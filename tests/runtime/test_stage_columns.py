@@ -86,6 +86,20 @@ def test_packed_rows_unpack_to_the_same_records(monkeypatch):
     ]
 
 
+def test_packing_leaves_a_batch_it_cannot_pack_in_the_input_layout():
+    rows = [(b"k", b"v", "a", 0, 1, 2), (b"k", b"w", "b", 1, 2, 3)]  # two topics
+    encoded = pa.RecordBatch.from_arrays(
+        [pa.array([r[0] for r in rows]).dictionary_encode(),
+         pa.array([r[1] for r in rows]).dictionary_encode(),
+         *input_batch(rows).columns[2:]],
+        names=INPUT_ARROW.names,
+    )
+    out = pack_records(encoded)
+    assert out.schema == INPUT_ARROW
+    assert out.to_pydict() == input_batch(rows).to_pydict()
+    assert pack_records(encoded.slice(0, 0)).schema == INPUT_ARROW
+
+
 def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
     from kspark import serdes
     from kspark.runtime.task import decode_column
@@ -177,6 +191,13 @@ def test_parquet_reader_equals_row_by_row_reader(tmp_path, parts):
                 c[lo:hi] for c in file_rows(path, "parquet", "key", value_field, "ts", parts)
             )
             got = batch.to_pydict()
+            # dictionary-encoded for packing: the same records
+            encoded = _parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
+                                     3 * OFFSET_STRIDE, dictionary=True)
+            assert pa.types.is_dictionary(encoded.schema.field("key").type)
+            assert encoded.to_pydict() == got
+            assert records_frame(as_frame(pack_records(encoded))).equals(
+                records_frame(as_frame(pack_records(batch))))
             assert got["key"] == keys
             assert got["value"] == values
             assert got["timestamp"] == stamps

@@ -1,0 +1,70 @@
+"""The bucket layout's small parts: a key's entries in a segment (``SubEntries``) read in sub
+key order like a ``SortedDict``, buckets saved with ``SortedDict`` entries by earlier versions
+still load, and a store's remembered bucket of a key is the one its hash gives."""
+
+from __future__ import annotations
+
+import pickle
+
+from hypothesis import given
+from hypothesis import strategies as st
+from sortedcontainers import SortedDict
+
+from kspark.hashing import stable_hash
+from kspark.state import DictBucketLoader, InMemorySessionStore, InMemoryWindowStore, NullContext
+from kspark.state import base as state_base
+from kspark.state.segments import SubEntries
+from kspark.windows import Window, Windowed
+
+subs = st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), max_size=30)
+bound = st.none() | st.tuples(st.integers(-60, 60)) | st.tuples(st.integers(-60, 60),
+                                                                 st.integers(-60, 60))
+
+
+@given(subs, bound, bound)
+def test_sub_entries_read_in_sub_key_order_like_a_sorted_dict(keys, lo, hi):
+    entries = SubEntries((k, i) for i, k in enumerate(keys))
+    reference = SortedDict((k, i) for i, k in enumerate(keys))
+    assert entries.irange(lo, hi) == list(reference.irange(lo, hi))
+    copy = pickle.loads(pickle.dumps(entries, protocol=5))
+    assert type(copy) is SubEntries and copy == entries
+
+
+def _sessions(store: InMemorySessionStore) -> list:
+    return [(kv.key.key, kv.key.window.start, kv.key.window.end, kv.value) for kv in store.all()]
+
+
+def test_buckets_with_sorted_dict_entries_still_load():
+    loader = DictBucketLoader()
+    store = InMemorySessionStore("s", 1000, segment_interval_ms=100, num_buckets=4)
+    store.init(NullContext(), loader)
+    for i in range(30):
+        store.put(Windowed(f"k{i % 7}", Window(i * 10, i * 10 + 5)), i)
+    loader.save(store)
+    expected = _sessions(store)
+    # the layout of earlier versions: every key's entries in a SortedDict
+    for name_bucket, blob in list(loader.buckets.items()):
+        data = pickle.loads(blob)
+        old = {seg: SortedDict({k: SortedDict(v) for k, v in segment.items()})
+               for seg, segment in data.items()}
+        loader.buckets[name_bucket] = pickle.dumps(old)
+    again = InMemorySessionStore("s", 1000, segment_interval_ms=100, num_buckets=4)
+    again.init(NullContext(), loader)
+    again.restore_meta(pickle.loads(loader.metas["s"]))
+    assert _sessions(again) == expected
+    assert [kv.value for kv in again.find_sessions("k3", 100, 200)] == [
+        kv.value for kv in store.find_sessions("k3", 100, 200)
+    ]
+    again.put(Windowed("k3", Window(400, 405)), 99)  # writes into an old entry container
+    assert again.fetch_session("k3", 400, 405) == 99
+
+
+def test_remembered_buckets_are_the_hashed_ones(monkeypatch):
+    monkeypatch.setattr(state_base, "_BUCKET_MEMO_SIZE", 3)
+    store = InMemoryWindowStore("w", 1000, 10, num_buckets=16)
+    keys = ["a", b"a", "b", "c", "d", "a", 1, 1.0, True, ("a", 1), b"a", "a"]
+    for _ in range(2):
+        # 1, 1.0 and True are equal in Python but hash apart, so they are never remembered
+        assert [store.bucket_of(k) for k in keys] == [stable_hash(k) % 16 for k in keys]
+    assert len(store._bucket_memo) <= 3
+    assert len({store.bucket_of(k) for k in (1, 1.0, True)}) > 1
