@@ -459,18 +459,23 @@ class SessionBatch:
         }
         changes: list[Change_] = []
         seq = 0
-        for p, ts in zip(positions.tolist(), stamps.tolist()):
-            found = sorted(
-                w for w in sessions if w[0] >= ts - gap and w[1] <= ts + gap and w[0] > bound[p]
-            )
+        for p, ts, live_after, closes in zip(
+            positions.tolist(), stamps.tolist(), bound[positions].tolist(),
+            close[positions].tolist(),
+        ):
+            lowest_end = max(ts - gap, live_after + 1)
+            highest_start = ts + gap
+            found = sorted(w for w in sessions if w[0] >= lowest_end and w[1] <= highest_start)
             value = value_of(p)
             agg = init()
             start = end = ts
             for w in found:
                 agg = merger(key, agg, sessions[w][0])
-                start = min(start, w[1])
-                end = max(end, w[0])
-            if end < int(close[p]):
+                if w[1] < start:
+                    start = w[1]
+                if w[0] > end:
+                    end = w[0]
+            if end < closes:
                 self._drop_late(p, key, value, ts, Window(start, end))
                 continue
             if start != ts or end != ts:
@@ -599,12 +604,18 @@ class SessionBatch:
         keep = (ends >= live_from) | np.isin(clusters, list(reach))
         if self.replay:
             keep[:] = True
-        for c, f, last in zip(clusters[keep].tolist(), g_first[keep].tolist(),
-                              g_last[keep].tolist()):
-            code = int(cl_code[c])
-            end, start = int(wmax[last]), int(wmin[last])
-            agg = aggs[last]
-            puts.setdefault(code, []).append((end, start, agg, end))
+        kept, firsts, lasts = clusters[keep], g_first[keep], g_last[keep]
+        finals = [aggs[i] for i in lasts.tolist()] if isinstance(aggs, list) else (
+            aggs[lasts].tolist())
+        for c, f, last, code, end, start, agg in zip(
+            kept.tolist(), firsts.tolist(), lasts.tolist(), cl_code[kept].tolist(),
+            wmax[lasts].tolist(), wmin[lasts].tolist(), finals,
+        ):
+            put = puts.get(code)
+            if put is None:
+                puts[code] = [(end, start, agg, end)]
+            else:
+                put.append((end, start, agg, end))
             found = reach.get(c)
             if found:
                 p0 = int(pos[f])
