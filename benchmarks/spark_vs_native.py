@@ -15,6 +15,9 @@ Both engines read the same Parquet files (one file per micro-batch, one file per
   ``on_window_update`` with caching (one update per session and micro-batch).
 
 Every figure is records/s from query start until all input is processed (planning included).
+Each run also prints the CPU steal of the machine while it ran (``/proc/stat``): on a shared
+virtual machine the hypervisor's steal slows the runs unevenly, and a ratio measured under much
+steal says little.
 The session counts are checked against the reference: the true sessions of the workload
 (``reference_sessions.py``) and, for emitted final sessions, those closed by each engine's own
 rule at the end of the input (kspark: per task, ``end < stream time - gap - grace``; native:
@@ -34,6 +37,30 @@ import pandas as pd
 from session_workload import load_gen, session_count_topology
 
 VERBOSE = False
+
+
+class Steal:
+    """The share of this machine's CPU time the hypervisor gave to others (``steal`` in
+    ``/proc/stat``) while a run was measured: on a shared virtual machine it slows both
+    engines by different amounts, so a ratio measured under much steal says little."""
+
+    def __init__(self) -> None:
+        self.start = self._read()
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+    def share(self) -> str:
+        end = self._read()
+        if self.start is None or end is None or end[1] == self.start[1]:
+            return "steal n/a"
+        return f"steal {100 * (end[0] - self.start[0]) / (end[1] - self.start[1]):.0f}%"
 
 
 def split_input(gen: Any, n: int, k: int, batches: int) -> str:
@@ -204,12 +231,14 @@ def main() -> None:
         for rep in range(args.repeat):
             native_rate = None
             if not args.skip_native:
+                steal = Steal()
                 el, emitted = run_native(spark, gen, src, path, args.partitions)
                 native_rate = n / el
                 print(f"[batches={batches} run {rep + 1}] native session_window append: "
                       f"{el:.2f}s {native_rate:,.0f} rec/s, sessions emitted {emitted} "
-                      f"(expected {closed_native})")
+                      f"(expected {closed_native}); {steal.share()}")
             for on_close in modes:
+                steal = Steal()
                 el, fig = run_kspark(spark, gen, path, on_close, args.partitions, config)
                 rate = n / el
                 name = "on_window_close" if on_close else "on_window_update+caching"
@@ -219,7 +248,7 @@ def main() -> None:
                 ratio = "" if native_rate is None else f", kspark/native {rate / native_rate:.2f}"
                 print(f"[batches={batches} run {rep + 1}] kspark {name}: {el:.2f}s "
                       f"{rate:,.0f} rec/s{ratio}; {check}; dropped {fig['dropped']}; "
-                      f"micro-batches {fig['batches']}")
+                      f"micro-batches {fig['batches']}; {steal.share()}")
                 summary.append((batches, name, rate, native_rate))
     print("summary (records/s):")
     for batches, name, rate, native_rate in summary:
