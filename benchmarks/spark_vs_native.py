@@ -56,11 +56,16 @@ class Steal:
             return None
         return (fields[7] if len(fields) > 7 else 0), sum(fields)
 
-    def share(self) -> str:
+    def fraction(self) -> float | None:
+        """The steal share since this object was made (``None``: not on Linux)."""
         end = self._read()
         if self.start is None or end is None or end[1] == self.start[1]:
-            return "steal n/a"
-        return f"steal {100 * (end[0] - self.start[0]) / (end[1] - self.start[1]):.0f}%"
+            return None
+        return (end[0] - self.start[0]) / (end[1] - self.start[1])
+
+    @staticmethod
+    def text(fraction: float | None) -> str:
+        return "steal n/a" if fraction is None else f"steal {100 * fraction:.0f}%"
 
 
 def split_input(gen: Any, n: int, k: int, batches: int) -> str:
@@ -230,30 +235,41 @@ def main() -> None:
         path = split_input(gen, n, k, batches)
         for rep in range(args.repeat):
             native_rate = None
+            native_cpu = None  # seconds of the machine's CPU the native run had
             if not args.skip_native:
                 steal = Steal()
                 el, emitted = run_native(spark, gen, src, path, args.partitions)
                 native_rate = n / el
+                stolen = steal.fraction()
+                native_cpu = None if stolen is None else el * (1 - stolen)
                 print(f"[batches={batches} run {rep + 1}] native session_window append: "
                       f"{el:.2f}s {native_rate:,.0f} rec/s, sessions emitted {emitted} "
-                      f"(expected {closed_native}); {steal.share()}")
+                      f"(expected {closed_native}); {Steal.text(stolen)}")
             for on_close in modes:
                 steal = Steal()
                 el, fig = run_kspark(spark, gen, path, on_close, args.partitions, config)
                 rate = n / el
+                stolen = steal.fraction()
                 name = "on_window_close" if on_close else "on_window_update+caching"
                 check = (f"sessions emitted {fig['out']} (expected {closed_kspark})" if on_close
                          else f"{fig['out']} updates, live sessions in final table {fig['live']} "
                               f"(reference {len(sessions)})")
                 ratio = "" if native_rate is None else f", kspark/native {rate / native_rate:.2f}"
+                adjusted = None
+                if native_cpu is not None and stolen is not None:
+                    # both runs' elapsed time scaled by the share of the CPU they had
+                    adjusted = native_cpu / (el * (1 - stolen))
+                    ratio += f" (steal-adjusted {adjusted:.2f})"
                 print(f"[batches={batches} run {rep + 1}] kspark {name}: {el:.2f}s "
                       f"{rate:,.0f} rec/s{ratio}; {check}; dropped {fig['dropped']}; "
-                      f"micro-batches {fig['batches']}; {steal.share()}")
-                summary.append((batches, name, rate, native_rate))
+                      f"micro-batches {fig['batches']}; {Steal.text(stolen)}")
+                summary.append((batches, name, rate, native_rate, adjusted))
     print("summary (records/s):")
-    for batches, name, rate, native_rate in summary:
+    for batches, name, rate, native_rate, adjusted in summary:
         nat = "" if native_rate is None else (
             f" native {native_rate:,.0f} ratio {rate / native_rate:.2f}")
+        if adjusted is not None:
+            nat += f" steal-adjusted {adjusted:.2f}"
         print(f"  batches={batches:<3} kspark {name:<25} {rate:>10,.0f}{nat}")
     spark.stop()
 
