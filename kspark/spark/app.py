@@ -300,8 +300,9 @@ class StreamsApp:
         import pyarrow.compute as pc
 
         from kspark.io.schema import SINK_COLUMNS, sink_rows
+        from kspark.spark.stage_rows import unpack_output
 
-        table = frame.toArrow()
+        table = unpack_output(frame.toArrow())
         kinds, topics = table.column("kind"), table.column("topic")
         is_record = pc.and_(
             pc.is_in(kinds, value_set=pa.array([KIND_RECORD, KIND_CHANGELOG])),

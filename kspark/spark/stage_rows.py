@@ -102,11 +102,91 @@ def _run_task(
         for column, value in zip(OUTPUT_COLUMNS, metrics_row):
             rows[column].append(value)
     # typed arrays: pandas does not infer a type per column
+    columns = {name: np.array(rows[name], dtype=dtype) for name, dtype in _OUTPUT_DTYPES.items()}
     return pd.DataFrame(
-        {name: np.array(rows[name], dtype=dtype) for name, dtype in _OUTPUT_DTYPES.items()},
-        columns=OUTPUT_COLUMNS,
-        copy=False,
+        pack_output(columns, _read_topics(topology)), columns=OUTPUT_COLUMNS, copy=False
     )
+
+
+def _read_topics(topology: Any) -> frozenset[str]:
+    """The topics some sub-topology of ``topology`` reads (a later stage of the query may take
+    their records from this stage's rows)."""
+    return frozenset(t for sub in topology.sub_topologies() for t in sub.source_topics)
+
+
+#: the columns of a packed output row's records (see :func:`pack_output`)
+_OUTPUT_PACKED = ("key", "value", "timestamp", "partition", "offset")
+
+
+def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
+    """A task's output rows with the records of each topic no stage reads (the app's sinks)
+    packed into one row: Arrow IPC bytes in ``key`` (columns key, value, timestamp, partition,
+    offset), topic ``PACKED_PREFIX + topic``. Spark then converts a row per topic and task
+    instead of one per result; the driver expands them in place (:func:`unpack_output`), so
+    each sink gets its records in the same order. Records of topics a stage reads stay rows,
+    grouped by their own partition."""
+    kinds, topics = columns["kind"], columns["topic"]
+    if not len(kinds):
+        return columns
+    records = kinds == KIND_RECORD
+    sinks = [t for t in pd.unique(topics[records]) if t is not None and t not in read_topics]
+    if not sinks:
+        return columns
+    keep = np.ones(len(kinds), dtype=bool)
+    packed: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
+    for topic in sinks:
+        idx = np.flatnonzero(records & (topics == topic))
+        keep[idx] = False
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(columns[name][idx], type) for name, type in
+             zip(_OUTPUT_PACKED, (pa.binary(), pa.binary(), pa.int64(), pa.int32(), pa.int64()))],
+            names=list(_OUTPUT_PACKED),
+        )
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        first = int(idx[0])
+        for name, value in (("kind", KIND_RECORD), ("topic", PACKED_PREFIX + str(topic)),
+                            ("key", sink.getvalue().to_pybytes()), ("value", None),
+                            ("timestamp", -1), ("partition", columns["partition"][first]),
+                            ("offset", columns["offset"][first]),
+                            ("task", columns["task"][first])):
+            packed[name].append(value)
+    return {
+        name: np.concatenate([columns[name][keep], np.array(packed[name], dtype=dtype)])
+        for name, dtype in _OUTPUT_DTYPES.items()
+    }
+
+
+def unpack_output(table: pa.Table) -> pa.Table:
+    """The stages' output ``table`` (columns :data:`OUTPUT_COLUMNS`) with each row packed by
+    :func:`pack_output` replaced, where it stands, by the records it carries."""
+    import pyarrow.compute as pc
+
+    flags = pc.fill_null(pc.starts_with(table.column("topic"), PACKED_PREFIX), False)
+    at = np.flatnonzero(flags.to_numpy(zero_copy_only=False))
+    if not len(at):
+        return table
+    pieces, prev = [], 0
+    topics, blobs, parts, tasks = (table.column(c) for c in ("topic", "key", "partition", "task"))
+    for row in at.tolist():
+        if row > prev:
+            pieces.append(table.slice(prev, row - prev))
+        inner = pa.ipc.open_stream(blobs[row].as_py()).read_all()
+        n = inner.num_rows
+        if "partition" not in inner.column_names:  # records packed by the source: one partition
+            inner = inner.append_column("partition", pa.array([parts[row].as_py()] * n,
+                                                              pa.int32()))
+        pieces.append(pa.table({
+            "kind": pa.array([KIND_RECORD] * n, pa.string()),
+            "topic": pa.array([topics[row].as_py()[len(PACKED_PREFIX):]] * n, pa.string()),
+            **{name: inner.column(name) for name in _OUTPUT_PACKED},
+            "task": pa.array([tasks[row].as_py()] * n, pa.string()),
+        }).cast(table.schema))
+        prev = row + 1
+    if prev < table.num_rows:
+        pieces.append(table.slice(prev))
+    return pa.concat_tables(pieces)
 
 
 _OUTPUT_DTYPES = {

@@ -251,3 +251,47 @@ def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeyp
     key = ["partition", "offset"]
     assert got.sort_values(key).reset_index(drop=True).equals(
         records_frame(as_frame(input_batch(rows))).sort_values(key).reset_index(drop=True))
+
+
+def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarray]:
+    from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS
+    from kspark.spark.stage_rows import _OUTPUT_DTYPES
+
+    rows = []
+    for i in range(n):
+        kind = rng.choice([KIND_RECORD] * 6 + [KIND_CHANGELOG])
+        topic = rng.choice(["sink-a", "sink-b", "repartition-r"]) if kind == KIND_RECORD \
+            else "app-store-changelog"
+        rows.append((kind, topic, None if i % 9 == 0 else f"k{i}".encode(),
+                     None if i % 7 == 0 else str(i).encode(), rng.randrange(10**6),
+                     rng.randrange(4), 1000 + i, task))
+    rows.append((KIND_METRICS, None, None, b"{}", -1, 0, -1, task))
+    return {name: np.array([r[k] for r in rows], dtype=dtype)
+            for k, (name, dtype) in enumerate(_OUTPUT_DTYPES.items())}
+
+
+def test_packed_output_expands_to_each_topics_records_in_order():
+    from kspark.spark.stage_rows import pack_output, unpack_output
+
+    rng = random.Random(5)
+    tasks = [_output_columns(rng, f"0_{t}", 60) for t in range(3)]
+
+    def table(parts: list[dict[str, np.ndarray]]) -> pa.Table:  # as Spark hands it over
+        frame = pd.concat([pd.DataFrame(p, columns=OUTPUT_COLUMNS) for p in parts],
+                          ignore_index=True)
+        return pa.Table.from_pandas(frame, preserve_index=False)
+
+    plain = table(tasks).to_pylist()
+    packed_parts = [pack_output(p, {"repartition-r"}) for p in tasks]
+    # one row per sink topic and task; the repartition topic and other kinds stay rows
+    packed = table(packed_parts)
+    packed_topics = [t for t in packed.column("topic").to_pylist() if t and "__" in t]
+    assert sorted(packed_topics) == sorted(
+        [sources.PACKED_PREFIX + t for t in ("sink-a", "sink-b")] * 3)
+    assert packed.num_rows < len(plain) / 2
+    expanded = unpack_output(packed).to_pylist()
+    assert sorted(map(repr, expanded)) == sorted(map(repr, plain))
+    for topic in ("sink-a", "sink-b", "repartition-r", "app-store-changelog"):
+        assert [r for r in expanded if r["topic"] == topic] == [
+            r for r in plain if r["topic"] == topic]
+    assert unpack_output(table(tasks)).to_pylist() == plain  # nothing packed: as it is
