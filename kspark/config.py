@@ -65,6 +65,19 @@ class StreamsConfig:
                 "default.deserialization.exception.handler must be 'fail' or 'log_and_continue', "
                 f"got {out.deserialization_handler!r}"
             )
+        out.state_buckets = _whole("state.buckets", out.state_buckets)
         if out.state_buckets < 1:
             raise ValueError(f"state.buckets must be >= 1, got {out.state_buckets}")
+        if out.close_on_idle_ms is not None:
+            out.close_on_idle_ms = _whole("window.close.on.idle.ms", out.close_on_idle_ms)
         return out
+
+
+def _whole(name: str, value: Any) -> int:
+    """A whole-number setting given as an int or as its text (``"16"``, as properties give)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
