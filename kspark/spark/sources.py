@@ -197,10 +197,7 @@ def pack_records(batch: Any) -> Any:
         for at in range(lo, hi, PACK_ROWS):
             idx = pa.array(order[at : min(at + PACK_ROWS, hi)])
             chunk = inner.take(idx)
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, chunk.schema) as writer:
-                writer.write_batch(chunk)
-            blobs.append(sink.getvalue().to_pybytes())
+            blobs.append(ipc_bytes(chunk))
             row_parts.append(int(sorted_parts[lo]))
             firsts.append(chunk.column(3)[0].as_py())
     rows = len(blobs)
@@ -215,6 +212,16 @@ def pack_records(batch: Any) -> Any:
         ],
         schema=INPUT_ARROW,
     )
+
+
+def ipc_bytes(batch: Any) -> bytes:
+    """An Arrow record batch as the bytes of an Arrow IPC stream (what a packed row carries)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
 
 
 def _dictionary(column: Any) -> Any:

@@ -16,7 +16,7 @@ from kspark.hashing import kafka_partitions
 from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.task import Encoded, SourceBatch
-from kspark.spark.sources import PACKED_PREFIX, unpack_records
+from kspark.spark.sources import PACKED_PREFIX, ipc_bytes, unpack_records
 from kspark.state.changelog import ChangelogCodec
 
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
@@ -142,12 +142,9 @@ def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
              zip(_OUTPUT_PACKED, (pa.binary(), pa.binary(), pa.int64(), pa.int32(), pa.int64()))],
             names=list(_OUTPUT_PACKED),
         )
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batch.schema) as writer:
-            writer.write_batch(batch)
         first = int(idx[0])
         for name, value in (("kind", KIND_RECORD), ("topic", PACKED_PREFIX + str(topic)),
-                            ("key", sink.getvalue().to_pybytes()), ("value", None),
+                            ("key", ipc_bytes(batch)), ("value", None),
                             ("timestamp", -1), ("partition", columns["partition"][first]),
                             ("offset", columns["offset"][first]),
                             ("task", columns["task"][first])):
