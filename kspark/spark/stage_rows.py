@@ -115,7 +115,9 @@ def _read_topics(topology: Any) -> frozenset[str]:
 
 
 #: the columns of a packed output row's records (see :func:`pack_output`)
-_OUTPUT_PACKED = ("key", "value", "timestamp", "partition", "offset")
+_OUTPUT_PACKED = pa.schema([("key", pa.binary()), ("value", pa.binary()),
+                            ("timestamp", pa.int64()), ("partition", pa.int32()),
+                            ("offset", pa.int64())])
 
 
 def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
@@ -138,9 +140,8 @@ def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
         idx = np.flatnonzero(records & (topics == topic))
         keep[idx] = False
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(columns[name][idx], type) for name, type in
-             zip(_OUTPUT_PACKED, (pa.binary(), pa.binary(), pa.int64(), pa.int32(), pa.int64()))],
-            names=list(_OUTPUT_PACKED),
+            [pa.array(columns[f.name][idx], f.type) for f in _OUTPUT_PACKED],
+            schema=_OUTPUT_PACKED,
         )
         first = int(idx[0])
         for name, value in (("kind", KIND_RECORD), ("topic", PACKED_PREFIX + str(topic)),
@@ -165,19 +166,16 @@ def unpack_output(table: pa.Table) -> pa.Table:
     if not len(at):
         return table
     pieces, prev = [], 0
-    topics, blobs, parts, tasks = (table.column(c) for c in ("topic", "key", "partition", "task"))
+    topics, blobs, tasks = (table.column(c) for c in ("topic", "key", "task"))
     for row in at.tolist():
         if row > prev:
             pieces.append(table.slice(prev, row - prev))
         inner = pa.ipc.open_stream(blobs[row].as_py()).read_all()
         n = inner.num_rows
-        if "partition" not in inner.column_names:  # records packed by the source: one partition
-            inner = inner.append_column("partition", pa.array([parts[row].as_py()] * n,
-                                                              pa.int32()))
         pieces.append(pa.table({
             "kind": pa.array([KIND_RECORD] * n, pa.string()),
             "topic": pa.array([topics[row].as_py()[len(PACKED_PREFIX):]] * n, pa.string()),
-            **{name: inner.column(name) for name in _OUTPUT_PACKED},
+            **{name: inner.column(name) for name in _OUTPUT_PACKED.names},
             "task": pa.array([tasks[row].as_py()] * n, pa.string()),
         }).cast(table.schema))
         prev = row + 1
