@@ -194,7 +194,7 @@ def main() -> None:
     parser.add_argument("--skip-native", action="store_true")
     parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
     parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
-    parser.add_argument("--warmup", type=int, default=100_000,
+    parser.add_argument("--warmup", type=int, default=250_000,
                         help="records of an unmeasured first run of both engines (0: none)")
     args = parser.parse_args()
     global VERBOSE
@@ -218,13 +218,14 @@ def main() -> None:
     modes = {"close": [True], "update": [False], "both": [True, False]}[args.emit]
     if args.warmup:
         # JVM and Python workers warm up on a slice of the workload, unmeasured, so that the
-        # order of the runs does not decide the figures; in four row groups, so that the
-        # warm-up reads in as many parallel tasks (Python workers) as the measured runs
-        path = f"{gen.BENCH}/warmup4_{n}_{k}_{args.warmup}"
+        # order of the runs does not decide the figures; in two row groups of more than
+        # PARQUET_SPLIT_ROWS, so that the warm-up reads in as many parallel tasks (Python
+        # workers) as the measured runs
+        path = f"{gen.BENCH}/warmup2_{n}_{k}_{args.warmup}"
         if not os.path.exists(path):
             os.makedirs(path)
             frame.iloc[: args.warmup].to_parquet(f"{path}/part-00000.parquet",
-                                                 row_group_size=-(-args.warmup // 4))
+                                                 row_group_size=-(-args.warmup // 2))
         if not args.skip_native:
             run_native(spark, gen, src, path, args.partitions)
         for on_close in modes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -28,6 +29,10 @@ from kspark.state.changelog import changelog_topic
 from kspark.topology.topology import SubTopology, Topology
 
 log = logging.getLogger("kspark.app")
+
+
+#: most Spark partitions per stage for which ``auto`` reads file sources in the stages' tasks
+READ_IN_STAGE_PARTITIONS = 4
 
 
 def _default_checkpoint(application_id: str) -> str:
@@ -177,7 +182,9 @@ class StreamsApp:
             reader = spark.readStream.format("kspark_files")
             for k, v in spec.source_options(topic).items():
                 reader = reader.option(k, v)
-            return reader.load()
+            if self._read_files_in_stage():
+                reader = reader.option("read_in_stage", "true")
+            return reader.option("parallelism", str(self._parallelism or 1)).load()
         if hasattr(spec, "read_stream"):
             frame = spec.read_stream(spark, topic)
         elif hasattr(spec, "isStreaming"):
@@ -216,12 +223,31 @@ class StreamsApp:
                 if info.get("tasks") == tasks and info.get("spark_partitions"):
                     setting = info["spark_partitions"]
             if setting is None:
-                try:
-                    setting = self.spark.sparkContext.defaultParallelism
-                except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext
-                    setting = tasks
+                setting = self._parallelism or tasks
             self._spark_partitions = max(1, min(int(setting), tasks))
         return self._spark_partitions
+
+    def _read_files_in_stage(self) -> bool:
+        """Whether the stages' tasks read file sources themselves (``spark.kspark.files.read.in.
+        stage``: ``auto``, the default, with at most :data:`READ_IN_STAGE_PARTITIONS` Spark
+        partitions per stage, or ``true``/``false``). Every Spark task of the first stage then
+        decodes each file of the batch and keeps its tasks' records, instead of one read task
+        decoding it and Spark shuffling the records: cheaper on a few cores, wasteful on many."""
+        name = "spark.kspark.files.read.in.stage"
+        setting = str(self.config.extra.get(name, "auto")).lower()
+        if setting == "auto":
+            return self.spark_partitions <= READ_IN_STAGE_PARTITIONS
+        if setting not in ("true", "false"):
+            raise ValueError(f"{name} must be auto, true or false, not {setting!r}")
+        return setting == "true"
+
+    @functools.cached_property
+    def _parallelism(self) -> int | None:
+        """Tasks the cluster runs at once (Spark's default parallelism; ``None`` if unknown)."""
+        try:
+            return int(self.spark.sparkContext.defaultParallelism)
+        except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext
+            return None
 
     def build_query_frame(self) -> Any:
         """The streaming DataFrame of output rows (before the sink)."""

@@ -7,6 +7,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import weakref
 from typing import Any
 
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -114,10 +115,18 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     return spark
 
 
+#: the Spark sessions kspark's data sources are registered with
+_REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def register_data_sources(spark: Any) -> None:
+    """Register kspark's data sources with ``spark`` (once per session)."""
+    if spark in _REGISTERED:
+        return
     from kspark.spark.kafka_source import KafkaSource
     from kspark.spark.sources import FileSource, TickSource
 
     spark.dataSource.register(FileSource)
     spark.dataSource.register(TickSource)
     spark.dataSource.register(KafkaSource)
+    _REGISTERED.add(spark)

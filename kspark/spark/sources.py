@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from itertools import pairwise
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -13,8 +12,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from kspark.io.schema import INPUT_ARROW, INPUT_DDL, TICK_TOPIC
 
-#: Parquet files are read in parallel, by row group; a row group of more than this many rows
-#: in two halves (each half decodes the whole row group, so not more)
+#: a read task of a Parquet file is cut in two (to give idle cores work) only if it has more
+#: than this many rows: each part decodes the whole row groups it touches
 PARQUET_SPLIT_ROWS = 100_000
 
 
@@ -25,6 +24,11 @@ class _FilePartition(InputPartition):
         #: rows ``[lo, hi)`` of the file (``hi=None``: to the end)
         self.lo = lo
         self.hi = hi
+
+
+class _FilesPartition(InputPartition):
+    def __init__(self, files: list[_FilePartition]) -> None:
+        self.files = files
 
 
 class FileSource(DataSource):
@@ -52,10 +56,15 @@ class FileStreamReader(DataSourceStreamReader):
         self.timestamp_field = options.get("timestamp_field", "timestamp")
         self.partitions_n = int(options.get("partitions", "1"))
         self.topic = options["topic"]
+        #: read each range in the stages' tasks (see :func:`file_range_rows`), not here
+        self.in_stage = options.get("read_in_stage", "false").lower() == "true"
+        self.options = {k: v for k, v in options.items() if k != "read_in_stage"}
         limit = options.get("max_files_per_trigger")
         self.max_files = int(limit) if limit else None
         #: records travel to the tasks packed many to a row (see :func:`pack_records`)
         self.pack = options.get("pack", "true").lower() != "false"
+        #: read tasks the cluster runs at once (the app passes Spark's default parallelism)
+        self.parallelism = max(1, int(options.get("parallelism", "1")))
 
     def _files(self) -> list[str]:
         from kspark.io.files import list_data_files
@@ -83,22 +92,22 @@ class FileStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         files = self._files()
-        out: list[InputPartition] = []
-        for i in range(start["files"], end["files"]):
-            path = os.path.join(self.path, files[i])
-            groups = _parquet_row_groups(path) if self.format == "parquet" else None
-            if not groups or (len(groups) == 1 and groups[0] <= PARQUET_SPLIT_ROWS):
-                out.append(_FilePartition(path, i))
-                continue
-            lo = 0
-            for rows in groups:
-                cuts = [lo, lo + rows // 2, lo + rows] if rows > PARQUET_SPLIT_ROWS else [
-                    lo, lo + rows]
-                out.extend(_FilePartition(path, i, a, b) for a, b in pairwise(cuts))
-                lo += rows
-        return out
+        paths = {i: os.path.join(self.path, files[i]) for i in range(start["files"], end["files"])}
+        if self.in_stage:  # no reading here: one task writes a row per file and partition
+            files_read = [_FilePartition(path, i) for i, path in paths.items()]
+            return [_FilesPartition(files_read)] if files_read else []
+        groups = [
+            (i, _parquet_row_groups(path) if self.format == "parquet" else None)
+            for i, path in paths.items()
+        ]
+        plan = plan_reads(groups, self.parallelism)
+        return [_FilePartition(paths[i], i, lo, hi) for i, lo, hi in plan]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        if self.in_stage:
+            for part in partition.files:
+                yield file_range_rows(self.options, part, self.partitions_n, self.topic)
+            return
         batch = self._read_batch(partition)
         yield pack_records(batch) if self.pack else batch
 
@@ -155,9 +164,78 @@ class FileStreamReader(DataSourceStreamReader):
 #: topic prefix of a row that carries many records of one topic and partition (see
 #: :func:`pack_records`); the task's stage unpacks it (:func:`unpack_records`)
 PACKED_PREFIX = "__kspark_packed__:"
+#: topic prefix of a row that stands for the records of one partition in a range of a file;
+#: the task's stage reads them (:func:`read_file_range`)
+FILE_PREFIX = "__kspark_file__:"
 #: most records in one packed row
 PACK_ROWS = 100_000
 _PACKED_FIELDS = ("key", "value", "timestamp", "offset")
+
+
+def file_range_rows(options: dict[str, str], partition: Any, partitions: int, topic: str) -> Any:
+    """Rows that stand for a file range's records, one per partition of the topic (each task
+    reads the range itself, :func:`read_file_range`, and keeps its own records): a stage then
+    reads the file where its tasks run, and no record crosses Spark's shuffle. The row's
+    ``key`` is the range as JSON, its offset the range's first."""
+    import json
+
+    import pyarrow as pa
+
+    from kspark.io.files import OFFSET_STRIDE
+    from kspark.io.schema import INPUT_ARROW
+
+    spec = {"options": options, "path": partition.path, "index": partition.index,
+            "lo": partition.lo, "hi": partition.hi}
+    blob = json.dumps(spec, sort_keys=True).encode()
+    first = partition.index * OFFSET_STRIDE + partition.lo
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([blob] * partitions, pa.binary()),
+            pa.nulls(partitions, pa.binary()),
+            pa.array([FILE_PREFIX + topic] * partitions, pa.string()),
+            pa.array(range(partitions), pa.int32()),
+            pa.array([first] * partitions, pa.int64()),
+            pa.array([0] * partitions, pa.int64()),
+        ],
+        schema=INPUT_ARROW,
+    )
+
+
+def read_file_range(blob: bytes) -> dict[int, Any]:
+    """The records of the file range of a :func:`file_range_rows` row, per partition (as
+    :func:`partition_slices` gives them)."""
+    import json
+
+    spec = json.loads(blob)
+    reader = FileStreamReader(spec["options"])
+    batch = reader._read_batch(_FilePartition(spec["path"], spec["index"], spec["lo"], spec["hi"]))
+    return dict(partition_slices(batch)) if batch.num_rows else {}
+
+
+def partition_slices(batch: Any) -> list[tuple[int, Any]]:
+    """The records of input rows of one topic per partition, in order within each: columns key
+    and value (dictionary-encoded), timestamp and offset."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = batch.num_rows
+    parts = batch.column("partition").to_numpy(zero_copy_only=False)
+    # a stable sort of small integers is a radix sort in numpy
+    small = parts.astype(np.int16) if parts.min() >= 0 and parts.max() < 1 << 15 else parts
+    order = np.argsort(small, kind="stable")
+    sorted_parts = parts[order]
+    cuts = np.flatnonzero(np.diff(sorted_parts)).tolist()
+    # keys and values dictionary-encoded: each distinct byte string travels once, and the task
+    # gets them as codes (see kspark.runtime.task.Encoded)
+    inner = pa.RecordBatch.from_arrays(
+        [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
+         for f in _PACKED_FIELDS],
+        names=list(_PACKED_FIELDS),
+    )
+    return [
+        (int(sorted_parts[lo]), inner.take(pa.array(order[lo:hi])))
+        for lo, hi in zip([0, *(c + 1 for c in cuts)], [*(c + 1 for c in cuts), n])
+    ]
 
 
 def pack_records(batch: Any) -> Any:
@@ -168,37 +246,21 @@ def pack_records(batch: Any) -> Any:
     several microseconds per row in Python); the order of records within a row is kept and
     every record keeps its offset. Key and value may come dictionary-encoded already
     (:func:`_parquet_batch` with ``dictionary=True``)."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from kspark.io.schema import INPUT_ARROW
 
-    n = batch.num_rows
     topics = batch.column("topic")
-    if not n or topics.null_count or len(pc.unique(topics)) != 1:
+    if not batch.num_rows or topics.null_count or len(pc.unique(topics)) != 1:
         return _plain(batch)
     topic = topics[0].as_py()
-    parts = batch.column("partition").to_numpy(zero_copy_only=False)
-    # a stable sort of small integers is a radix sort in numpy
-    small = parts.astype(np.int16) if parts.min() >= 0 and parts.max() < 1 << 15 else parts
-    order = np.argsort(small, kind="stable")
-    sorted_parts = parts[order]
-    cuts = np.flatnonzero(np.diff(sorted_parts)) + 1
-    # keys and values dictionary-encoded: each distinct byte string travels once per row, and
-    # the task gets them as codes (see kspark.runtime.task.Encoded)
-    inner = pa.RecordBatch.from_arrays(
-        [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
-         for f in _PACKED_FIELDS],
-        names=list(_PACKED_FIELDS),
-    )
     blobs, row_parts, firsts = [], [], []
-    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), n]):
-        for at in range(lo, hi, PACK_ROWS):
-            idx = pa.array(order[at : min(at + PACK_ROWS, hi)])
-            chunk = inner.take(idx)
+    for part, records in partition_slices(batch):
+        for at in range(0, records.num_rows, PACK_ROWS):
+            chunk = records.slice(at, PACK_ROWS)
             blobs.append(ipc_bytes(chunk))
-            row_parts.append(int(sorted_parts[lo]))
+            row_parts.append(part)
             firsts.append(chunk.column(3)[0].as_py())
     rows = len(blobs)
     return pa.RecordBatch.from_arrays(
@@ -270,19 +332,65 @@ def pack_stream(batches: Iterator[Any]) -> Iterator[Any]:
 def unpack_records(topics: list[str], partitions: list[int], blobs: list[bytes]) -> Any:
     """The records of packed rows as one Arrow table (columns key, value, timestamp, offset,
     topic, partition), row by row in order; key and value are dictionary-encoded."""
-    import numpy as np
     import pyarrow as pa
 
     tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
+    return records_of(topics, partitions, tables)
+
+
+def records_of(topics: list[str], partitions: list[int], tables: list[Any]) -> Any:
+    """Records that rows stand for (``tables[i]`` for row ``i`` of topic ``topics[i]``, with
+    its prefix, and partition ``partitions[i]``) as one Arrow table: columns key, value,
+    timestamp, offset, topic, partition."""
+    import numpy as np
+    import pyarrow as pa
+
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     sizes = [t.num_rows for t in tables]
-    names = [t[len(PACKED_PREFIX):] for t in topics]
+    names = [t.split(":", 1)[1] for t in topics]
     topic_idx = np.repeat(np.arange(len(names), dtype=np.int32), sizes)
     table = table.append_column("topic", pa.DictionaryArray.from_arrays(
         pa.array(topic_idx), pa.array(names, pa.string())).cast(pa.string()))
     return table.append_column(
         "partition", pa.array(np.repeat(np.asarray(partitions, dtype=np.int32), sizes))
     )
+
+
+def plan_reads(
+    files: list[tuple[int, list[int] | None]], parallelism: int
+) -> list[tuple[int, int, int | None]]:
+    """The read tasks of a micro-batch: ``(file, first row, end row)`` per task, in file and row
+    order; an end of ``None`` reads to the end of the file.
+
+    ``files`` gives each file's row group sizes (``None``: not Parquet, or unreadable here, so
+    read whole). Consecutive row groups of a file share a task up to an even share of the
+    batch's rows per core; while fewer tasks than ``parallelism`` would run, the largest task of
+    more than :data:`PARQUET_SPLIT_ROWS` rows is cut in two. Row groups are never cut otherwise,
+    because every task decodes the whole row groups it touches."""
+    total = sum(sum(groups) for _, groups in files if groups)
+    share = max(PARQUET_SPLIT_ROWS, -(-total // parallelism))
+    tasks: list[list[Any]] = []
+    for index, groups in files:
+        if not groups:
+            tasks.append([index, 0, None])
+            continue
+        lo = at = 0
+        for rows in groups:
+            if at > lo and at + rows - lo > share:
+                tasks.append([index, lo, at])
+                lo = at
+            at += rows
+        tasks.append([index, lo, at])
+    while len(tasks) < parallelism:
+        sized = [t for t in tasks if t[2] is not None and t[2] - t[1] > PARQUET_SPLIT_ROWS]
+        if not sized:
+            break
+        big = max(sized, key=lambda t: t[2] - t[1])
+        mid = (big[1] + big[2]) // 2
+        at = tasks.index(big)
+        tasks[at : at + 1] = [[big[0], big[1], mid], [big[0], mid, big[2]]]
+    whole = {index: sum(groups) for index, groups in files if groups}
+    return [(index, lo, None if hi == whole.get(index) else hi) for index, lo, hi in tasks]
 
 
 def _parquet_row_groups(path: str) -> list[int] | None:

@@ -145,13 +145,26 @@ class StageProcessor(StatefulProcessor):
         self.changelog_topics = changelog_topics or {}
         #: number of tasks: the grouping key is the task or a value of ``task_group_values``
         self.tasks = max([*topic_partitions.values(), 1])
+        self._file_ranges: dict[bytes, dict[int, Any]] = {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", _BLOB)
         self.buckets = handle.getMapState("buckets", _BUCKET_KEY, _BLOB)
+        #: file range -> its records per partition not taken yet (this Spark task's reads)
+        self._file_ranges = {}
 
     def close(self) -> None:
-        pass
+        self._file_ranges = {}
+
+    def file_records(self, blob: bytes, partition: int) -> Any | None:
+        """The records of ``partition`` in the file range of a file row (``None``: none). A
+        range is read once per Spark task, for all the tasks it runs."""
+        records = self._file_ranges.get(blob)
+        if records is None:
+            from kspark.spark.sources import read_file_range
+
+            records = self._file_ranges[blob] = read_file_range(blob)
+        return records.pop(partition, None)
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,13 @@ from kspark.hashing import kafka_partitions
 from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.task import Encoded, SourceBatch
-from kspark.spark.sources import PACKED_PREFIX, ipc_bytes, unpack_records
+from kspark.spark.sources import (
+    FILE_PREFIX,
+    PACKED_PREFIX,
+    ipc_bytes,
+    records_of,
+    unpack_records,
+)
 from kspark.state.changelog import ChangelogCodec
 
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
@@ -36,8 +42,8 @@ def stage_batch(
     frame = pd.concat(list(rows), ignore_index=True)
     sub = topology.sub_topologies()[stage.sub_topology_id]
     topics = frame["topic"]
-    # a packed row carries records of the topic after the prefix
-    unprefixed = topics.str.removeprefix(PACKED_PREFIX)
+    # a packed row carries records of the topic after the prefix, a file row stands for them
+    unprefixed = topics.str.removeprefix(PACKED_PREFIX).str.removeprefix(FILE_PREFIX)
     own = (unprefixed.isin(sub.source_topics) & (frame["kind"] == KIND_RECORD)).to_numpy()
     ticks = bool((topics == TICK_TOPIC).any())
     if not own.all():
@@ -47,7 +53,10 @@ def stage_batch(
         frame = frame[own]
     if not len(frame) and not ticks:
         return
-    out = _run_task(stage, topology, sub, partition, record_columns(frame), state)
+    columns = record_columns(frame, stage.file_records)
+    if not len(columns["offset"]) and not ticks:
+        return  # file rows of ranges without records of this task
+    out = _run_task(stage, topology, sub, partition, columns, state)
     if len(out):  # pyspark 4.3 cannot convert an empty result frame to Arrow
         yield out
 
@@ -248,18 +257,38 @@ _RECORD_DTYPES = (object, object, object, np.int64, np.int64, np.int64)
 Columns = dict[str, np.ndarray]
 
 
-def record_columns(frame: pd.DataFrame) -> Columns:
+def record_columns(
+    frame: pd.DataFrame, file_records: Callable[[bytes, int], Any] | None = None
+) -> Columns:
     """The records of ``frame``'s rows as numpy columns (:data:`RECORD_FIELDS`): packed rows
-    (:func:`kspark.spark.sources.pack_records`) give the records they carry, straight from
-    Arrow without a pandas frame per record; other rows are records themselves."""
+    (:func:`kspark.spark.sources.pack_records`) give the records they carry, and file rows
+    (:func:`kspark.spark.sources.file_range_rows`) the records that ``file_records(key,
+    partition)`` reads for them, straight from Arrow without a pandas frame per record; other
+    rows are records themselves."""
     topics = frame["topic"]
     packed = topics.str.startswith(PACKED_PREFIX, na=False).to_numpy(dtype=bool)
+    in_files = topics.str.startswith(FILE_PREFIX, na=False).to_numpy(dtype=bool)
     parts: list[Columns] = []
+    tables = []
     if packed.any():
         rows = frame[packed]
-        table = unpack_records(
-            rows["topic"].tolist(), rows["partition"].tolist(), rows["key"].tolist()
+        tables.append(
+            unpack_records(rows["topic"].tolist(), rows["partition"].tolist(), rows["key"].tolist())
         )
+    if in_files.any():
+        if file_records is None:
+            raise ValueError("file rows need a file reader")
+        rows = frame[in_files]
+        read = [
+            (topic, part, file_records(blob, part))
+            for topic, part, blob in zip(rows["topic"], rows["partition"], rows["key"])
+        ]
+        read = [(t, p, pa.Table.from_batches([r])) for t, p, r in read if r is not None]
+        if read:
+            tables.append(records_of(*(list(c) for c in zip(*read))))
+    packed |= in_files
+    if tables:
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         columns: Columns = {}
         for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES):
             column = table.column(name)

@@ -100,3 +100,66 @@ def test_several_tasks_per_spark_partition_keep_their_own_state_across_a_restart
     live = {k: v for k, v in expected.items() if v is not None}
     assert {k: v for k, v in final.items() if v is not None} == live
     assert len(live) > 20
+
+
+def _session_counts(spark, app_dir, name, config, files):
+    """Final session counts of a parquet file topic (4 partitions) run on Spark with
+    ``config``."""
+    from kspark import SessionWindows, StreamsBuilder, io, serdes
+    from kspark.spark import StreamsApp
+
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", serdes.String(), serdes.Json())
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(100, 0))
+        .count()
+        .to_stream()
+        .to("out", serdes.SessionWindowed(serdes.String()), serdes.Long())
+    )
+    source = io.files(files, format="parquet", key_field="key", timestamp_field="ts",
+                      value_field="value", partitions=4, max_files_per_trigger=2)
+    out = io.memory(serdes.SessionWindowed(serdes.String()), serdes.Long())
+    app = StreamsApp(builder.build(), name, {"in": source, "out": out}, spark=spark,
+                     config=config, checkpoint_dir=os.path.join(app_dir, name))
+    app.start()
+    try:
+        app.process_all_available()
+    finally:
+        app.stop()
+    return app, out.records()
+
+
+def test_file_sources_read_in_the_stage_or_through_the_shuffle_give_the_same_output(
+    spark, app_dir
+):
+    """The stages' tasks reading the files themselves (file rows) and a read stage shuffling
+    the records to them give the same update stream, over files of several row groups."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = os.path.join(app_dir, "files")
+    os.makedirs(files)
+    rng = np.random.default_rng(3)
+    for i in range(3):
+        n = 3000
+        pq.write_table(pa.table({
+            "key": [f"k{k}" for k in rng.integers(0, 40, n)],
+            "ts": np.sort(rng.integers(i * 20_000, (i + 1) * 20_000, n)).astype(np.int64),
+            "value": list(range(n)),
+        }), os.path.join(files, f"part-{i}.parquet"), row_group_size=700)
+    runs = {}
+    for setting in ("true", "false"):
+        app, records = _session_counts(spark, app_dir, f"read-{setting}",
+                                       {"spark.kspark.files.read.in.stage": setting}, files)
+        assert app._read_files_in_stage() is (setting == "true")
+        runs[setting] = sorted(records, key=lambda r: (str(r[0]), r[2], str(r[1])))
+    assert len(runs["true"]) > 500
+    assert runs["true"] == runs["false"]
+
+
+def test_read_in_stage_setting_is_checked(spark, app_dir):
+    with pytest.raises(ValueError, match=r"spark.kspark.files.read.in.stage must be auto"):
+        _session_counts(spark, app_dir, "read-bad", {"spark.kspark.files.read.in.stage": "yes"},
+                        app_dir)

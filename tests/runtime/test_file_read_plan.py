@@ -1,0 +1,236 @@
+"""How the file source cuts a micro-batch into read tasks (:func:`plan_reads`): every row of every
+file is read exactly once and in order, row groups are kept whole unless cores would idle, and
+small row groups share a task; the tasks of a real Parquet file give exactly the file's records.
+Read in the stage's tasks instead (file rows), each task gets exactly the records the shuffle
+brought it before, and a Spark task reads each range once."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kspark.io.schema import KIND_RECORD
+from kspark.spark import sources
+from kspark.spark.sources import FILE_PREFIX, PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
+from kspark.spark.stage import StageProcessor
+from kspark.spark.stage_rows import OUTPUT_COLUMNS, RECORD_FIELDS, record_columns
+
+row_groups = st.lists(st.integers(1, 400_000), min_size=1, max_size=6)
+files = st.lists(st.one_of(st.none(), row_groups), min_size=1, max_size=5)
+
+
+def _ranges(plan, index, total):
+    """The ``(lo, hi)`` row ranges that ``plan`` reads of file ``index`` (``hi`` resolved)."""
+    return [(lo, total if hi is None else hi) for i, lo, hi in plan if i == index]
+
+
+@settings(max_examples=300, deadline=None)
+@given(files=files, parallelism=st.integers(1, 8))
+def test_every_row_is_read_once_in_order(files, parallelism):
+    listed = [(10 + n, groups) for n, groups in enumerate(files)]
+    plan = plan_reads(listed, parallelism)
+    assert plan == sorted(plan, key=lambda t: (t[0], t[1]))
+    for index, groups in listed:
+        if groups is None:
+            assert [t for t in plan if t[0] == index] == [(index, 0, None)]
+            continue
+        total = sum(groups)
+        ranges = _ranges(plan, index, total)
+        assert ranges[0][0] == 0 and ranges[-1][1] == total
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+        assert all(lo < hi for lo, hi in ranges)
+        # the last task reads to the end of the file, so that a whole file is read unsliced
+        assert [t for t in plan if t[0] == index][-1][2] is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(files=files, parallelism=st.integers(1, 8))
+def test_row_groups_are_cut_only_for_idle_cores(files, parallelism):
+    listed = list(enumerate(files))
+    plan = plan_reads(listed, parallelism)
+    cuts_inside_groups = 0
+    for index, groups in listed:
+        if groups is None:
+            continue
+        bounds = set(np.cumsum([0, *groups]).tolist())
+        for lo, _ in _ranges(plan, index, sum(groups)):
+            cuts_inside_groups += lo not in bounds
+    if cuts_inside_groups:
+        # cutting stops as soon as every core has a task
+        assert len(plan) <= parallelism
+    if len(plan) < parallelism:
+        # nothing large enough to cut is left
+        for index, groups in listed:
+            if groups is not None:
+                assert all(
+                    hi - lo <= PARQUET_SPLIT_ROWS for lo, hi in _ranges(plan, index, sum(groups))
+                )
+
+
+@pytest.mark.parametrize(
+    "files, parallelism, expected",
+    [
+        # two row groups of a 2 M-row file on two cores: one task each, none decoded twice
+        ([(0, [1_048_576, 951_424])], 2, [(0, 0, 1_048_576), (0, 1_048_576, None)]),
+        # one row group on two cores: cut in two
+        ([(3, [200_000])], 2, [(3, 0, 100_000), (3, 100_000, None)]),
+        # as many files as cores or more: whole files
+        ([(i, [200_000]) for i in range(4)], 2, [(i, 0, None) for i in range(4)]),
+        # small row groups share a task, up to the batch's rows per core
+        ([(0, [10_000] * 100)], 2, [(0, 0, 500_000), (0, 500_000, None)]),
+        # small files are not cut
+        ([(0, [5_000]), (1, None)], 4, [(0, 0, None), (1, 0, None)]),
+    ],
+)
+def test_plans(files, parallelism, expected):
+    assert plan_reads(files, parallelism) == expected
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, 3, 7])
+def test_read_tasks_give_the_files_records(tmp_path, parallelism):
+    rng = np.random.default_rng(7)
+    n = 260_000
+    table = pa.table(
+        {
+            "key": [f"k{i}" for i in rng.integers(0, 500, n)],
+            "ts": np.arange(n, dtype=np.int64),
+            "value": [f"v{i}" for i in range(n)],
+        }
+    )
+    os.makedirs(tmp_path / "in")
+    pq.write_table(table, tmp_path / "in" / "a.parquet", row_group_size=70_000)
+    pq.write_table(table.slice(0, 1000), tmp_path / "in" / "b.parquet")
+    options = {
+        "path": str(tmp_path / "in"),
+        "format": "parquet",
+        "key_field": "key",
+        "value_field": "value",
+        "timestamp_field": "ts",
+        "partitions": "3",
+        "topic": "t",
+        "pack": "false",
+    }
+
+    def read(parallelism: int) -> tuple[int, pa.Table]:
+        reader = FileStreamReader({**options, "parallelism": str(parallelism)})
+        parts = reader.partitions({"files": 0}, reader.latestOffset({"files": 0}, None))
+        return len(parts), pa.Table.from_batches([reader._read_batch(p) for p in parts])
+
+    tasks, table_read = read(parallelism)
+    assert tasks >= min(parallelism, 2)
+    one_task_per_file, whole = read(1)
+    assert one_task_per_file == 2
+    assert table_read.equals(whole)
+    assert table_read.num_rows == n + 1000
+    assert table_read.column("key").to_pylist()[:n] == [
+        k.encode() for k in table.column("key").to_pylist()
+    ]
+    assert table_read.column("offset").to_pylist()[n:] == list(range(1 << 32, (1 << 32) + 1000))
+
+
+# -- reading in the stage's tasks ---------------------------------------------------------------
+def _write_inputs(root) -> dict[str, str]:
+    """A directory with a Parquet file of several row groups (and ``root/jsonl`` with two
+    JSON-lines files); the source options of a topic of 3 partitions over it."""
+    rng = np.random.default_rng(11)
+    n = 30_000
+    table = pa.table(
+        {
+            "key": [None if i % 97 == 0 else f"u{k}" for i, k in enumerate(rng.integers(0, 50, n))],
+            "ts": rng.integers(0, 10**6, n).astype(np.int64),
+            "value": [f"click {i}" for i in range(n)],
+        }
+    )
+    os.makedirs(root / "parquet")
+    pq.write_table(table, root / "parquet" / "a.parquet", row_group_size=8_000)
+    os.makedirs(root / "jsonl")
+    for name in ("a", "b"):
+        with open(root / "jsonl" / f"{name}.jsonl", "w") as f:
+            for i in range(500):
+                f.write(json.dumps({"key": f"u{i % 7}", "ts": i, "value": {"n": i}}) + "\n")
+    return {
+        "path": str(root / "parquet"),
+        "format": "parquet",
+        "key_field": "key",
+        "value_field": "value",
+        "timestamp_field": "ts",
+        "partitions": "3",
+        "topic": "clicks",
+    }
+
+
+def _frame(batches) -> pd.DataFrame:
+    frame = pa.Table.from_batches(batches).to_pandas()
+    frame.insert(0, "kind", KIND_RECORD)
+    frame["task"] = None
+    return frame[OUTPUT_COLUMNS]
+
+
+def _by_partition(columns) -> dict[int, pd.DataFrame]:
+    frame = pd.DataFrame({name: columns[name] for name in RECORD_FIELDS})
+    frame = frame.sort_values(["partition", "offset"], kind="stable").reset_index(drop=True)
+    return {int(p): g.reset_index(drop=True) for p, g in frame.groupby("partition")}
+
+
+@pytest.mark.parametrize("parallelism", [1, 4])
+def test_tasks_reading_file_ranges_get_the_records_the_shuffle_brought(tmp_path, parallelism):
+    options = _write_inputs(tmp_path)
+    for fmt in ("parquet", "jsonl"):
+        path = str(tmp_path / fmt)
+        opts = {**options, "format": fmt, "path": path, "parallelism": str(parallelism)}
+        shuffled = FileStreamReader(opts)
+        in_stage = FileStreamReader({**opts, "read_in_stage": "true"})
+        end = shuffled.latestOffset({"files": 0}, None)
+        packed = [b for p in shuffled.partitions({"files": 0}, end) for b in shuffled.read(p)]
+        file_rows = [b for p in in_stage.partitions({"files": 0}, end) for b in in_stage.read(p)]
+        assert all(t.startswith(FILE_PREFIX) for b in file_rows for t in b["topic"].to_pylist())
+        # one read task, one row per partition and file: no record crosses the shuffle
+        assert len(in_stage.partitions({"files": 0}, end)) == 1
+        assert sum(b.num_rows for b in file_rows) == 3 * end["files"]
+        stage = StageProcessor(b"", 0, None, {"clicks": 3})
+        frame = _frame(file_rows)
+        expected = _by_partition(record_columns(_frame(packed)))
+        assert sorted(expected) == [0, 1, 2]
+        for p, records in expected.items():
+            # each task gets the rows of its partition, as the stage hands them over
+            mine = frame[frame["partition"] == p]
+            got = _by_partition(record_columns(mine, stage.file_records))
+            assert list(got) == [p]
+            pd.testing.assert_frame_equal(got[p], records)
+        stage.close()
+
+
+def test_a_range_is_read_once_per_spark_task(tmp_path, monkeypatch):
+    options = _write_inputs(tmp_path)
+    reader = FileStreamReader({**options, "read_in_stage": "true", "partitions": "5"})
+    part = reader.partitions({"files": 0}, {"files": 1})[0]
+    row = next(reader.read(part))
+    blob = row["key"][0].as_py()
+    reads = []
+    real = sources.read_file_range
+    monkeypatch.setattr(sources, "read_file_range", lambda b: reads.append(b) or real(b))
+    stage = StageProcessor(b"", 0, None, {"clicks": 5})
+    taken = [stage.file_records(blob, p) for p in range(5)]
+    assert len(reads) == 1
+    assert sum(t.num_rows for t in taken if t is not None) == 30_000
+    # a partition asked again (or one without records) gets nothing, without reading again
+    assert stage.file_records(blob, 0) is None and len(reads) == 1
+    stage.close()
+    assert stage.file_records(blob, 0) is not None and len(reads) == 2
+
+
+def test_file_rows_without_a_reader_are_refused(tmp_path):
+    options = _write_inputs(tmp_path)
+    reader = FileStreamReader({**options, "read_in_stage": "true"})
+    rows = next(reader.read(reader.partitions({"files": 0}, {"files": 1})[0]))
+    with pytest.raises(ValueError, match="file rows need a file reader"):
+        record_columns(_frame([rows]))
