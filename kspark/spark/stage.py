@@ -145,13 +145,13 @@ class StageProcessor(StatefulProcessor):
         self.changelog_topics = changelog_topics or {}
         #: number of tasks: the grouping key is the task or a value of ``task_group_values``
         self.tasks = max([*topic_partitions.values(), 1])
+        #: file range -> its records per partition not taken yet (this Spark task's reads; the
+        #: processor is unpickled per Spark task, and ``close`` forgets them)
         self._file_ranges: dict[bytes, dict[int, Any]] = {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", _BLOB)
         self.buckets = handle.getMapState("buckets", _BUCKET_KEY, _BLOB)
-        #: file range -> its records per partition not taken yet (this Spark task's reads)
-        self._file_ranges = {}
 
     def close(self) -> None:
         self._file_ranges = {}

@@ -44,26 +44,33 @@ def test_tasks_spread_evenly_over_fewer_shuffle_partitions(spark, tasks, partiti
         assert r["group"] % tasks == r["partition"]
 
 
-def test_several_tasks_per_spark_partition_keep_their_own_state_across_a_restart(spark, app_dir):
-    """Four tasks on two Spark partitions give each task's own results (the final sessions of a
-    driver fed that partition's records); a restart asking for one partition keeps the
-    checkpoint's two."""
-    import random
-
-    from kspark import SessionWindows, StreamsBuilder, io, serdes
-    from kspark.hashing import kafka_partition
-    from kspark.spark import StreamsApp
+def _session_count_topology(value_serde):
+    """Session counts (gap 100 ms, no grace) per String key of topic "in" into "out"."""
+    from kspark import SessionWindows, StreamsBuilder, serdes
 
     builder = StreamsBuilder()
     (
-        builder.stream("in", serdes.String(), serdes.Long())
+        builder.stream("in", serdes.String(), value_serde)
         .group_by_key()
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(100, 0))
         .count()
         .to_stream()
         .to("out", serdes.SessionWindowed(serdes.String()), serdes.Long())
     )
-    topology = builder.build()
+    return builder.build()
+
+
+def test_several_tasks_per_spark_partition_keep_their_own_state_across_a_restart(spark, app_dir):
+    """Four tasks on two Spark partitions give each task's own results (the final sessions of a
+    driver fed that partition's records); a restart asking for one partition keeps the
+    checkpoint's two."""
+    import random
+
+    from kspark import io, serdes
+    from kspark.hashing import kafka_partition
+    from kspark.spark import StreamsApp
+
+    topology = _session_count_topology(serdes.Long())
     rng = random.Random(5)
     records = [(f"k{rng.randrange(12)}", 1, t * 7 + rng.randrange(5)) for t in range(300)]
     source = io.memory(serdes.String(), serdes.Long(), partitions=4, max_files_per_trigger=1)
@@ -105,23 +112,14 @@ def test_several_tasks_per_spark_partition_keep_their_own_state_across_a_restart
 def _session_counts(spark, app_dir, name, config, files):
     """Final session counts of a parquet file topic (4 partitions) run on Spark with
     ``config``."""
-    from kspark import SessionWindows, StreamsBuilder, io, serdes
+    from kspark import io, serdes
     from kspark.spark import StreamsApp
 
-    builder = StreamsBuilder()
-    (
-        builder.stream("in", serdes.String(), serdes.Json())
-        .group_by_key()
-        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(100, 0))
-        .count()
-        .to_stream()
-        .to("out", serdes.SessionWindowed(serdes.String()), serdes.Long())
-    )
     source = io.files(files, format="parquet", key_field="key", timestamp_field="ts",
                       value_field="value", partitions=4, max_files_per_trigger=2)
     out = io.memory(serdes.SessionWindowed(serdes.String()), serdes.Long())
-    app = StreamsApp(builder.build(), name, {"in": source, "out": out}, spark=spark,
-                     config=config, checkpoint_dir=os.path.join(app_dir, name))
+    app = StreamsApp(_session_count_topology(serdes.Json()), name, {"in": source, "out": out},
+                     spark=spark, config=config, checkpoint_dir=os.path.join(app_dir, name))
     app.start()
     try:
         app.process_all_available()
