@@ -201,15 +201,36 @@ def file_range_rows(options: dict[str, str], partition: Any, partitions: int, to
     )
 
 
-def read_file_range(blob: bytes) -> dict[int, Any]:
-    """The records of the file range of a :func:`file_range_rows` row, per partition (as
-    :func:`partition_slices` gives them)."""
+def read_file_range(blob: bytes) -> FileRangeRecords:
+    """The records of the file range of a :func:`file_range_rows` row."""
     import json
 
     spec = json.loads(blob)
     reader = FileStreamReader(spec["options"])
     batch = reader._read_batch(_FilePartition(spec["path"], spec["index"], spec["lo"], spec["hi"]))
-    return dict(partition_slices(batch)) if batch.num_rows else {}
+    return FileRangeRecords(batch)
+
+
+class FileRangeRecords:
+    """The records of a file range, copied out per partition when a task asks for them (as
+    :func:`partition_slices` gives them): a Spark task copies only the records of the tasks it
+    runs, not those of every partition in the file."""
+
+    def __init__(self, batch: Any) -> None:
+        self._partitions = batch.column("partition").to_numpy(zero_copy_only=False)
+        self._records = _task_records(batch)
+        self._taken: set[int] = set()
+
+    def pop(self, partition: int, default: Any = None) -> Any:
+        """The records of ``partition`` in order, once (``default``: none, or taken before)."""
+        import numpy as np
+        import pyarrow as pa
+
+        if partition in self._taken:
+            return default
+        self._taken.add(partition)
+        rows = np.flatnonzero(self._partitions == partition)
+        return self._records.take(pa.array(rows)) if len(rows) else default
 
 
 def partition_slices(batch: Any) -> list[tuple[int, Any]]:
@@ -225,17 +246,24 @@ def partition_slices(batch: Any) -> list[tuple[int, Any]]:
     order = np.argsort(small, kind="stable")
     sorted_parts = parts[order]
     cuts = np.flatnonzero(np.diff(sorted_parts)).tolist()
-    # keys and values dictionary-encoded: each distinct byte string travels once, and the task
-    # gets them as codes (see kspark.runtime.task.Encoded)
-    inner = pa.RecordBatch.from_arrays(
-        [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
-         for f in _PACKED_FIELDS],
-        names=list(_PACKED_FIELDS),
-    )
+    inner = _task_records(batch)
     return [
         (int(sorted_parts[lo]), inner.take(pa.array(order[lo:hi])))
         for lo, hi in zip([0, *(c + 1 for c in cuts)], [*(c + 1 for c in cuts), n])
     ]
+
+
+def _task_records(batch: Any) -> Any:
+    """The columns of input rows that a task gets (:data:`_PACKED_FIELDS`), with keys and
+    values dictionary-encoded: each distinct byte string travels once, and the task gets them
+    as codes (see kspark.runtime.task.Encoded)."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
+         for f in _PACKED_FIELDS],
+        names=list(_PACKED_FIELDS),
+    )
 
 
 def pack_records(batch: Any) -> Any:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kspark.config import StreamsConfig
+    from kspark.spark.sources import FileRangeRecords
 
 _TOPOLOGIES: dict[str, Any] = {}
 
@@ -145,9 +146,9 @@ class StageProcessor(StatefulProcessor):
         self.changelog_topics = changelog_topics or {}
         #: number of tasks: the grouping key is the task or a value of ``task_group_values``
         self.tasks = max([*topic_partitions.values(), 1])
-        #: file range -> its records per partition not taken yet (this Spark task's reads; the
+        #: file range -> its records, per partition until taken (this Spark task's reads; the
         #: processor is unpickled per Spark task, and ``close`` forgets them)
-        self._file_ranges: dict[bytes, dict[int, Any]] = {}
+        self._file_ranges: dict[bytes, FileRangeRecords] = {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", _BLOB)
