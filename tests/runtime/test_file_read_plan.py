@@ -234,3 +234,13 @@ def test_file_rows_without_a_reader_are_refused(tmp_path):
     rows = next(reader.read(reader.partitions({"files": 0}, {"files": 1})[0]))
     with pytest.raises(ValueError, match="file rows need a file reader"):
         record_columns(_frame([rows]))
+
+
+def test_an_empty_file_range_gives_no_records():
+    import pyarrow as pa
+
+    from kspark.io.schema import INPUT_ARROW
+    from kspark.spark.sources import FileRangeRecords
+
+    records = FileRangeRecords(pa.RecordBatch.from_pylist([], schema=INPUT_ARROW))
+    assert records.pop(0) is None and records.pop(1, "none") == "none"
