@@ -14,6 +14,13 @@ Both engines read the same Parquet files (one file per micro-batch, one file per
   strategy ``on_window_close`` (final sessions only, the fair comparison with append mode) and
   ``on_window_update`` with caching (one update per session and micro-batch).
 
+Each engine runs in a process of its own, so that each has its own Spark driver JVM, JIT and
+Python workers, warmed up on a slice of the workload before it is measured; the runs alternate
+between the engines (native, kspark, native, kspark with ``--repeat 2``). kspark runs on the
+local session ``spark=None`` starts (``kspark.spark.session.local_spark``); native runs on the
+same settings except the JVM's JIT, which stays at the JVM's default (kspark's local session
+keeps to the client compiler, which makes native 1.3 to 1.6x slower).
+
 Every figure is records/s from query start until all input is processed (planning included).
 Each run also prints the CPU steal of the machine while it ran (``/proc/stat``): on a shared
 virtual machine the hypervisor's steal slows the runs unevenly, and a ratio measured under much
@@ -27,8 +34,11 @@ rule at the end of the input (kspark: per task, ``end < stream time - gap - grac
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -178,11 +188,11 @@ def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
         "out": len(rows),
         "live": int(last["value"].notna().sum()),
         "dropped": metrics["dropped-records-total"],
-        "batches": metrics["batches"],
+        "batches_run": metrics["batches"],
     }
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
@@ -193,86 +203,147 @@ def main() -> None:
     parser.add_argument("--emit", choices=["close", "update", "both"], default="both")
     parser.add_argument("--skip-native", action="store_true")
     parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
+    parser.add_argument("--spark-conf", action="append", default=[],
+                        help="extra Spark setting k=v of both engines' sessions")
     parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
     parser.add_argument("--warmup", type=int, default=250_000,
-                        help="records of an unmeasured first run of both engines (0: none)")
-    args = parser.parse_args()
-    global VERBOSE
-    VERBOSE = args.verbose
+                        help="records of each engine's unmeasured warm-up runs (0: none)")
+    parser.add_argument("--engine", choices=["native", "kspark"], help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+#: how an engine's process hands its figures to the benchmark's
+RESULT = "spark_vs_native result: "
+
+
+def engine_spark_conf(engine: str, extra: list[str]) -> dict[str, str]:
+    """The Spark session of one engine: kspark's local session as ``spark=None`` starts it;
+    native on the same settings but the JVM's default JIT (kspark's local session keeps to the
+    client compiler, which slows Spark's own operators, see ``kspark.spark.session``)."""
+    conf = {"spark.driver.defaultJavaOptions": ""} if engine == "native" else {}
+    conf.update(kv.split("=", 1) for kv in extra)
+    return conf
+
+
+def measure_engine(args: argparse.Namespace) -> None:
+    """One engine's runs, in this process's own Spark driver (JVM): a warm-up, then every
+    batch count; prints one result line per run for :func:`main`."""
+    from kspark.spark.session import local_spark
 
     gen = load_gen()
     n, k = args.records, args.keys
     src = gen.make(n, k)
-    frame = pd.read_parquet(src)
+    spark = local_spark("local[2]", engine_spark_conf(args.engine, args.spark_conf))
+    config = dict(kv.split("=", 1) for kv in args.conf)
+    modes = [] if args.engine == "native" else (
+        {"close": [True], "update": [False], "both": [True, False]}[args.emit])
+
+    def run(path: str, on_close: bool | None) -> dict[str, Any]:
+        steal = Steal()
+        if on_close is None:
+            elapsed, emitted = run_native(spark, gen, src, path, args.partitions)
+            figures: dict[str, Any] = {"out": emitted}
+        else:
+            elapsed, figures = run_kspark(spark, gen, path, on_close, args.partitions, config)
+        return {"elapsed": elapsed, "steal": steal.fraction(), **figures}
+
+    runs = [None] if args.engine == "native" else modes
+    if args.warmup:
+        # the JVM and Python workers warm up on the workload's first records, unmeasured: one
+        # run in one micro-batch and one in two, so that the measured runs' paths (state
+        # restored from an earlier batch too) are warm; each file in two row groups of more
+        # than PARQUET_SPLIT_ROWS, so that a warm-up batch reads in as many parallel tasks
+        # (Python workers) as the measured ones
+        for batches in (1, 2):
+            path = f"{gen.BENCH}/warmup{batches}_{n}_{k}_{args.warmup}"
+            if not os.path.exists(path):
+                os.makedirs(path)
+                head = pd.read_parquet(src).iloc[: args.warmup]
+                step = -(-len(head) // batches)
+                for i in range(batches):
+                    part = head.iloc[i * step : (i + 1) * step]
+                    part.to_parquet(f"{path}/part-{i:05d}.parquet",
+                                    row_group_size=-(-len(part) // 2))
+            for on_close in runs:
+                run(path, on_close)
+    for batches in [int(b) for b in args.batches.split(",")]:
+        path = split_input(gen, n, k, batches)
+        for on_close in runs:
+            result = {"batches": batches, "on_close": on_close, **run(path, on_close)}
+            print(RESULT + json.dumps(result), flush=True)
+    spark.stop()
+
+
+def run_engine(engine: str, argv: list[str]) -> list[dict[str, Any]]:
+    """Runs one engine's measurements in a process of its own (its own JVM, JIT and Python
+    workers, with its own warm-up) and returns its result lines."""
+    proc = subprocess.run([sys.executable, __file__, *argv, "--engine", engine],
+                          capture_output=True, text=True, check=False)
+    results = [json.loads(line[len(RESULT):]) for line in proc.stdout.splitlines()
+               if line.startswith(RESULT)]
+    if VERBOSE or proc.returncode != 0:
+        print("\n".join(line for line in proc.stdout.splitlines()
+                        if line.startswith("  ")))
+    if proc.returncode != 0:
+        sys.exit(f"the {engine} run failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return results
+
+
+def main() -> None:
+    args = parse_args()
+    global VERBOSE
+    VERBOSE = args.verbose
+    if args.engine:
+        measure_engine(args)
+        return
+
+    gen = load_gen()
+    n, k = args.records, args.keys
+    frame = pd.read_parquet(gen.make(n, k))
     sessions = session_table(frame, gen.GAP_MS)
     closed_kspark, closed_native = expected_closed(
         frame, sessions, gen.GAP_MS, gen.GRACE_MS, args.partitions
     )
     print(f"workload N={len(frame)} K={k}: reference sessions {len(sessions)}; closed at end of "
           f"input: {closed_kspark} by kspark's rule, {closed_native} by native's watermark")
-
-    from kspark.spark.session import local_spark
-
-    spark = local_spark("local[2]")
-    config = dict(kv.split("=", 1) for kv in args.conf)
-    modes = {"close": [True], "update": [False], "both": [True, False]}[args.emit]
-    if args.warmup:
-        # JVM and Python workers warm up on a slice of the workload, unmeasured, so that the
-        # order of the runs does not decide the figures; in two row groups of more than
-        # PARQUET_SPLIT_ROWS, so that the warm-up reads in as many parallel tasks (Python
-        # workers) as the measured runs
-        path = f"{gen.BENCH}/warmup2_{n}_{k}_{args.warmup}"
-        if not os.path.exists(path):
-            os.makedirs(path)
-            frame.iloc[: args.warmup].to_parquet(f"{path}/part-00000.parquet",
-                                                 row_group_size=-(-args.warmup // 2))
-        if not args.skip_native:
-            run_native(spark, gen, src, path, args.partitions)
-        for on_close in modes:
-            run_kspark(spark, gen, path, on_close, args.partitions, config)
-        print(f"warm-up on {args.warmup} records done")
+    print("each run of an engine is a process of its own (Spark driver JVM, Python workers), "
+          f"warmed up (unmeasured) on the first {args.warmup} records in one and in two "
+          "micro-batches; runs alternate between engines")
     summary = []
-    for batches in [int(b) for b in args.batches.split(",")]:
-        path = split_input(gen, n, k, batches)
-        for rep in range(args.repeat):
-            native_rate = None
-            native_cpu = None  # seconds of the machine's CPU the native run had
-            if not args.skip_native:
-                steal = Steal()
-                el, emitted = run_native(spark, gen, src, path, args.partitions)
-                native_rate = n / el
-                stolen = steal.fraction()
-                native_cpu = None if stolen is None else el * (1 - stolen)
-                print(f"[batches={batches} run {rep + 1}] native session_window append: "
-                      f"{el:.2f}s {native_rate:,.0f} rec/s, sessions emitted {emitted} "
-                      f"(expected {closed_native}); {Steal.text(stolen)}")
-            for on_close in modes:
-                steal = Steal()
-                el, fig = run_kspark(spark, gen, path, on_close, args.partitions, config)
-                rate = n / el
-                stolen = steal.fraction()
-                name = "on_window_close" if on_close else "on_window_update+caching"
-                check = (f"sessions emitted {fig['out']} (expected {closed_kspark})" if on_close
-                         else f"{fig['out']} updates, live sessions in final table {fig['live']} "
-                              f"(reference {len(sessions)})")
-                ratio = "" if native_rate is None else f", kspark/native {rate / native_rate:.2f}"
-                adjusted = None
-                if native_cpu is not None and stolen is not None:
+    for rep in range(args.repeat):
+        native = {} if args.skip_native else {
+            r["batches"]: r for r in run_engine("native", sys.argv[1:])}
+        for r in native.values():
+            print(f"[batches={r['batches']} run {rep + 1}] native session_window append: "
+                  f"{r['elapsed']:.2f}s {n / r['elapsed']:,.0f} rec/s, sessions emitted "
+                  f"{r['out']} (expected {closed_native}); {Steal.text(r['steal'])}")
+        for r in run_engine("kspark", sys.argv[1:]):
+            nat = native.get(r["batches"])
+            rate = n / r["elapsed"]
+            name = "on_window_close" if r["on_close"] else "on_window_update+caching"
+            check = (f"sessions emitted {r['out']} (expected {closed_kspark})" if r["on_close"]
+                     else f"{r['out']} updates, live sessions in final table {r['live']} "
+                          f"(reference {len(sessions)})")
+            ratio, native_rate, adjusted = "", None, None
+            if nat is not None:
+                native_rate = n / nat["elapsed"]
+                ratio = f", kspark/native {rate / native_rate:.2f}"
+                if nat["steal"] is not None and r["steal"] is not None:
                     # both runs' elapsed time scaled by the share of the CPU they had
-                    adjusted = native_cpu / (el * (1 - stolen))
+                    adjusted = (nat["elapsed"] * (1 - nat["steal"])) / (
+                        r["elapsed"] * (1 - r["steal"]))
                     ratio += f" (steal-adjusted {adjusted:.2f})"
-                print(f"[batches={batches} run {rep + 1}] kspark {name}: {el:.2f}s "
-                      f"{rate:,.0f} rec/s{ratio}; {check}; dropped {fig['dropped']}; "
-                      f"micro-batches {fig['batches']}; {Steal.text(stolen)}")
-                summary.append((batches, name, rate, native_rate, adjusted))
+            print(f"[batches={r['batches']} run {rep + 1}] kspark {name}: {r['elapsed']:.2f}s "
+                  f"{rate:,.0f} rec/s{ratio}; {check}; dropped {r['dropped']}; "
+                  f"micro-batches {r['batches_run']}; {Steal.text(r['steal'])}")
+            summary.append((r["batches"], name, rate, native_rate, adjusted))
     print("summary (records/s):")
-    for batches, name, rate, native_rate, adjusted in summary:
+    for batches, name, rate, native_rate, adjusted in sorted(summary, key=lambda x: x[0]):
         nat = "" if native_rate is None else (
             f" native {native_rate:,.0f} ratio {rate / native_rate:.2f}")
         if adjusted is not None:
             nat += f" steal-adjusted {adjusted:.2f}"
         print(f"  batches={batches:<3} kspark {name:<25} {rate:>10,.0f}{nat}")
-    spark.stop()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,17 @@ from typing import Any
 
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+#: JVM options of the local session's driver and executors, before any the user gives
+#: (``spark.*.extraJavaOptions`` come after them and win). Only the client compiler (C1) of
+#: HotSpot's JIT: in kspark's pipelines the JVM moves Arrow batches and state bytes while the
+#: per-record work runs in Python, and on a small machine the server compiler (C2) took 5 to
+#: 10 s of CPU in a ten-batch run, a third of two cores, away from the Python workers.
+#: Measured with ``benchmarks/spark_vs_native.py`` (README, "Performance"): a session count ran
+#: 15 to 20 % faster; Spark's own SQL operators run slower under it (native ``session_window``
+#: 1.3 to 1.6x slower), so a session also running heavy Spark SQL can pass
+#: ``{"spark.driver.defaultJavaOptions": ""}``.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
 
 def prepare_python_env() -> None:
     """Python workers (and the streaming data source runner) start ``python3`` from PATH unless
@@ -73,7 +84,8 @@ def _link_entries(real: str, home: str) -> None:
 
 
 def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
-    """Settings kspark needs: RocksDB state with changelog checkpointing, quiet console."""
+    """Settings of kspark's local session: RocksDB state with changelog checkpointing, quiet
+    console, the JVM options of :data:`JVM_OPTIONS`."""
     return {
         "spark.sql.streaming.stateStore.providerClass": _ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
@@ -86,6 +98,8 @@ def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.streaming.noDataMicroBatches.enabled": "false",
         "spark.driver.memory": "2g",
+        "spark.driver.defaultJavaOptions": JVM_OPTIONS,
+        "spark.executor.defaultJavaOptions": JVM_OPTIONS,
     }
 
 

@@ -1,5 +1,5 @@
-"""The local Spark session kspark starts: its Python workers import the installed pyspark with
-its bytecode cache, not the zipped copy Spark puts first on their path."""
+"""The local Spark session kspark starts: its JVM options; its Python workers import the
+installed pyspark with its bytecode cache, not the zipped copy Spark puts first on their path."""
 
 from __future__ import annotations
 
@@ -47,3 +47,18 @@ def spark_home() -> str | None:
     from kspark.spark.session import spark_home_without_zipped_python
 
     return spark_home_without_zipped_python()
+
+
+def test_the_local_session_jvm_runs_with_kspark_jvm_options(spark):
+    """The JIT setting of ``kspark.spark.session.JVM_OPTIONS`` reaches the driver JVM (set as
+    Spark's default Java options, so that a user's ``extraJavaOptions`` come after it)."""
+    from kspark.spark.session import JVM_OPTIONS
+
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                     .getInputArguments())
+    for option in JVM_OPTIONS.split():
+        assert option in arguments, arguments
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.defaultJavaOptions") == JVM_OPTIONS
+    assert conf.get("spark.executor.defaultJavaOptions") == JVM_OPTIONS
