@@ -62,3 +62,17 @@ def test_the_local_session_jvm_runs_with_kspark_jvm_options(spark):
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.driver.defaultJavaOptions") == JVM_OPTIONS
     assert conf.get("spark.executor.defaultJavaOptions") == JVM_OPTIONS
+
+
+def test_the_local_session_writes_checkpoints_through_the_file_system_api(spark):
+    """The checkpoint file manager kspark's local session names is set, and is a class of this
+    Spark (a renamed class would fail every streaming query)."""
+    from kspark.spark.session import CHECKPOINT_FILE_MANAGER
+
+    assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass") == (
+        CHECKPOINT_FILE_MANAGER)
+    jvm = spark.sparkContext._jvm
+    manager = jvm.java.lang.Class.forName(CHECKPOINT_FILE_MANAGER)
+    interface = jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager")
+    assert interface.isAssignableFrom(manager)
