@@ -266,10 +266,11 @@ def measure_engine(args: argparse.Namespace) -> None:
                                     row_group_size=-(-len(part) // 2))
             for on_close in runs:
                 run(path, on_close)
-    for batches in [int(b) for b in args.batches.split(",")]:
+    for index, batches in enumerate(int(b) for b in args.batches.split(",")):
         path = split_input(gen, n, k, batches)
         for on_close in runs:
-            result = {"batches": batches, "on_close": on_close, **run(path, on_close)}
+            result = {"index": index, "batches": batches, "on_close": on_close,
+                      **run(path, on_close)}
             print(RESULT + json.dumps(result), flush=True)
     spark.stop()
 
@@ -306,19 +307,20 @@ def main() -> None:
     )
     print(f"workload N={len(frame)} K={k}: reference sessions {len(sessions)}; closed at end of "
           f"input: {closed_kspark} by kspark's rule, {closed_native} by native's watermark")
+    warmup = (f"warmed up (unmeasured) on the first {args.warmup} records in one and in two "
+              "micro-batches" if args.warmup else "not warmed up")
     print("each run of an engine is a process of its own (Spark driver JVM, Python workers), "
-          f"warmed up (unmeasured) on the first {args.warmup} records in one and in two "
-          "micro-batches; runs alternate between engines")
+          f"{warmup}; runs alternate between engines")
     summary = []
     for rep in range(args.repeat):
         native = {} if args.skip_native else {
-            r["batches"]: r for r in run_engine("native", sys.argv[1:])}
+            r["index"]: r for r in run_engine("native", sys.argv[1:])}
         for r in native.values():
             print(f"[batches={r['batches']} run {rep + 1}] native session_window append: "
                   f"{r['elapsed']:.2f}s {n / r['elapsed']:,.0f} rec/s, sessions emitted "
                   f"{r['out']} (expected {closed_native}); {Steal.text(r['steal'])}")
         for r in run_engine("kspark", sys.argv[1:]):
-            nat = native.get(r["batches"])
+            nat = native.get(r["index"])
             rate = n / r["elapsed"]
             name = "on_window_close" if r["on_close"] else "on_window_update+caching"
             check = (f"sessions emitted {r['out']} (expected {closed_kspark})" if r["on_close"]

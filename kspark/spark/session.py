@@ -16,10 +16,10 @@ _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProv
 #: (``spark.*.extraJavaOptions`` come after them and win). Only the client compiler (C1) of
 #: HotSpot's JIT: in kspark's pipelines the JVM moves Arrow batches and state bytes while the
 #: per-record work runs in Python, and on a small machine the server compiler (C2) took 5 to
-#: 10 s of CPU in a ten-batch run, a third of two cores, away from the Python workers.
-#: Measured with ``benchmarks/spark_vs_native.py`` (README, "Performance"): a session count ran
-#: 15 to 20 % faster; Spark's own SQL operators run slower under it (native ``session_window``
-#: 1.3 to 1.6x slower), so a session also running heavy Spark SQL can pass
+#: 11 s of CPU in a ten-batch run, a third of two cores, away from the Python workers.
+#: Measured with ``benchmarks/spark_vs_native.py`` (README, "Performance"): a session count
+#: took 14 to 19 % less time; Spark's own SQL operators run slower under it (native
+#: ``session_window`` 1.3 to 1.6x slower), so a session also running heavy Spark SQL can pass
 #: ``{"spark.driver.defaultJavaOptions": ""}``.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
