@@ -27,7 +27,8 @@ JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 #: Hadoop's ``FileSystem`` API, as Spark does for file systems without ``FileContext``. Both
 #: write a temporary file and rename it. Spark's default (``FileContext``) took 40 to 110 ms per
 #: file on this machine, in every state store commit (each Spark task of each micro-batch) and
-#: twice more per micro-batch on the driver; this takes 1 to 15 ms (README, "Performance").
+#: twice more per micro-batch on the driver; this takes under 2 ms for a changelog and 12 to
+#: 21 ms for a log on the driver (README, "Performance").
 #: What differs: a log file that must not be overwritten is checked for before the rename
 #: rather than refused by the rename itself. So two processes running one application on one
 #: checkpoint directory at the same moment may both log a batch instead of the second failing

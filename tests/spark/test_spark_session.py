@@ -1,5 +1,6 @@
-"""The local Spark session kspark starts: its JVM options; its Python workers import the
-installed pyspark with its bytecode cache, not the zipped copy Spark puts first on their path."""
+"""The local Spark session kspark starts: its JVM options and checkpoint file manager; its
+Python workers import the installed pyspark with its bytecode cache, not the zipped copy Spark
+puts first on their path."""
 
 from __future__ import annotations
 
