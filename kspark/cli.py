@@ -74,27 +74,34 @@ def describe(spec: Annotated[str, typer.Argument(help="MODULE:ATTR of a topology
 def broker(
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 9092,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    data: Annotated[
+        str | None,
+        typer.Option(help="Directory for the broker's data, kept across runs "
+                          "(default: a temporary one, removed at exit)."),
+    ] = None,
 ) -> None:
-    """Run a local Kafka-protocol broker (tansu, in memory) until Ctrl-C."""
+    """Run Apache Kafka (one KRaft node, fetched from Maven Central on first use) until Ctrl-C."""
     import time
 
-    from kspark.kafka.broker import BrokerError, EmbeddedBroker
+    from kspark.kafka.broker import KAFKA_VERSION, BrokerError, EmbeddedBroker
+    from kspark.maven import ResolutionError
 
-    server = EmbeddedBroker(port=port or None, host=host)
+    server = EmbeddedBroker(port=port or None, host=host, data_dir=data)
     try:
         server.start()
-    except BrokerError as exc:
-        console.print(f"[red]cannot start the broker:[/red] {exc}", markup=True)
+    except (BrokerError, ResolutionError) as exc:
+        console.print(f"[red]cannot start the broker:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(1) from exc
     console.print(
-        f"Kafka-protocol broker (tansu, in memory) on bootstrap servers "
-        f"{server.bootstrap_servers}; log: {server.log_path}. Ctrl-C stops it.",
+        f"Apache Kafka {KAFKA_VERSION} on bootstrap servers {server.bootstrap_servers}; data: "
+        f"{data or 'temporary'}; log: {server.log_path}. Ctrl-C stops it.",
         highlight=False,
     )
     try:
         while server.running:
             time.sleep(0.2)
-        console.print(f"[red]the broker exited[/red]; log: {server.log_path}")
+        console.print(f"[red]the broker exited[/red]; log: {server.log_path}\n"
+                      f"{server.log_tail()}", highlight=False)
         raise typer.Exit(1)
     except KeyboardInterrupt:
         console.print("stopping the broker")

@@ -1,8 +1,9 @@
 """Kafka topics as topic locations: ``StreamsApp(topics={"clicks": kspark.io.kafka(...)})``.
 
 As a source, a topic is read by kspark's Spark source ``kspark_kafka`` (see
-:mod:`kspark.spark.kafka_source`); offsets live in the query's checkpoint. As a sink, each
-micro-batch is written once (see :mod:`kspark.kafka.sink`). At ``StreamsApp.start()`` a source
+:mod:`kspark.spark.kafka_source`); offsets live in the query's checkpoint. As a sink, everything
+a micro-batch writes to one cluster (outputs and changelogs) is one Kafka transaction, written
+once (see :mod:`kspark.kafka.sink`). At ``StreamsApp.start()`` a source
 topic must exist (else an error names it); output, changelog and repartition topics are created
 with the partition count and cleanup policy the topology needs, or verified with
 ``create=False``.
@@ -11,7 +12,7 @@ with the partition count and cleanup policy the topology needs, or verified with
 from __future__ import annotations
 
 import json
-import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,21 @@ from kspark.kafka.admin import (
     partition_counts,
     topology_topics,
 )
-from kspark.kafka.sink import BatchSink, Rows, marker_topic
+from kspark.kafka.sink import Rows, TransactionalWriter, marker_topic
+
+#: per application object: its transactional writer for each Kafka cluster it writes to
+_writers: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], TransactionalWriter]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def writer_for(app: Any, bootstrap_servers: str, config: dict[str, Any]) -> TransactionalWriter:
+    """The one transactional writer of ``app`` for a cluster (shared by all its topics there)."""
+    writers = _writers.setdefault(app, {})
+    key = (bootstrap_servers, json.dumps(config, sort_keys=True, default=str))
+    if key not in writers:
+        writers[key] = TransactionalWriter(bootstrap_servers, app.application_id, config)
+    return writers[key]
 
 
 @dataclass
@@ -61,8 +76,7 @@ class KafkaTopic:
         self._name: str | None = None
         self._resolved: int | None = None
         self._app: Any = None
-        self._sink: BatchSink | None = None
-        self._run: str | None = None
+        self._writer: TransactionalWriter | None = None
 
     # -- naming ----------------------------------------------------------------------------------
     def kafka_topics(self, name: str | None = None) -> list[str]:
@@ -96,7 +110,7 @@ class KafkaTopic:
         """At ``app.start()``: check a source topic exists; create (or verify) a topic the
         application writes, with its partitions and cleanup policy."""
         self._name, self._app, self._resolved = topic, app, None
-        self._sink, self._run = None, None
+        self._writer = None
         if topic in app.topology.external_source_topics():
             self._resolved = self._check_source(app)
         specs = {s.name: s for s in topology_topics(app)}
@@ -120,7 +134,8 @@ class KafkaTopic:
             config=self.config,
         )
         self._resolved = spec.partitions
-        self._sink = BatchSink(self.bootstrap_servers, target, markers, topic, self.config)
+        self._writer = writer_for(app, self.bootstrap_servers, self.config)
+        self._writer.open()  # fences an earlier instance of the application now
 
     def _check_source(self, app: Any) -> int:
         if self.pattern is not None:
@@ -172,32 +187,24 @@ class KafkaTopic:
         return kafka_input_frame(reader.load(), topic)
 
     def write_batch(self, batch_id: int, records: Rows) -> None:
-        """Write one micro-batch's ``(key, value, timestamp, partition)`` records, once."""
-        if self._sink is None:
+        """Stage one micro-batch's ``(key, value, timestamp, partition)`` records in the
+        transaction of the application's writer (committed by :attr:`transaction`)."""
+        if self._writer is None:
             raise StreamsError(
                 f"Kafka topic {self._name or self.topic!r}: write_batch before prepare() (the "
                 "StreamsApp prepares its topics at start)"
             )
-        self._sink.write(self._run_id(), batch_id, records)
+        self._writer.stage(self.kafka_topics()[0], records)
+
+    @property
+    def transaction(self) -> TransactionalWriter | None:
+        """The writer whose transaction holds what this topic is sent (None for a source)."""
+        return self._writer
 
     def close(self) -> None:
-        """Release the sink's producer (``StreamsApp.stop`` calls it)."""
-        if self._sink is not None:
-            self._sink.close()
-
-    def _run_id(self, timeout: float = 60.0) -> str:
-        """The id of the app's query: it persists in the checkpoint, so a restarted query
-        continues the same run (the first batch may come before ``start()`` has returned)."""
-        deadline = time.monotonic() + timeout
-        while self._run is None:
-            query = self._app.query
-            if query is not None:
-                self._run = str(query.id)
-            elif time.monotonic() > deadline:
-                raise StreamsError(f"Kafka sink {self._name!r}: the query did not start")
-            else:
-                time.sleep(0.01)
-        return self._run
+        """Release the writer's producer (``StreamsApp.stop`` calls it)."""
+        if self._writer is not None:
+            self._writer.close()
 
 
 __all__ = ["KafkaTopic"]

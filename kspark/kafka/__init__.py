@@ -1,15 +1,15 @@
-"""Kafka without Spark: the embedded broker, topic administration, offset-range reading and the
-exactly-once batch writer that kspark's Spark source and sink are built on."""
+"""Kafka without Spark: the embedded Apache Kafka broker, topic administration, offset-range
+reading and the transactional batch writer that kspark's Spark source and sink are built on."""
 
 from kspark.kafka.admin import TopicError, TopicSpec, ensure_topics, topology_topics
-from kspark.kafka.broker import BrokerError, EmbeddedBroker, tansu_binary
+from kspark.kafka.broker import KAFKA_VERSION, BrokerError, EmbeddedBroker
 
 __all__ = [
+    "KAFKA_VERSION",
     "BrokerError",
     "EmbeddedBroker",
     "TopicError",
     "TopicSpec",
     "ensure_topics",
-    "tansu_binary",
     "topology_topics",
 ]

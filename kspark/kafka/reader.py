@@ -2,11 +2,9 @@
 
 Offsets are planned per topic-partition: a range ``[start, end)`` is read with a consumer that
 is assigned (not subscribed), so no consumer group is involved and offsets live wherever the
-caller keeps them (Spark's checkpoint, for the Spark source).
-
-The end of a partition is taken from the high watermark of a fetch response rather than from
-ListOffsets alone: some Kafka-protocol brokers (tansu 0.6) answer ListOffsets(latest) with the
-base offset of the last record batch plus one, which would leave the last batch unread.
+caller keeps them (Spark's checkpoint, for the Spark source). Reads are ``read_committed``: the
+end of a partition is its last stable offset, so records of open or aborted transactions are
+never read.
 """
 
 from __future__ import annotations
@@ -112,9 +110,6 @@ class OffsetLookup:
         self.config = dict(config or {})
         self.timeout = timeout
         self._admin: Any = None
-        self._consumer: Any = None
-        #: per partition: the broker's last ListOffsets answer and the end it was confirmed as
-        self._confirmed: dict[TP, tuple[int, int]] = {}
 
     @property
     def admin(self) -> Any:
@@ -168,56 +163,14 @@ class OffsetLookup:
 
         return self.list_offsets(tps, OffsetSpec.earliest())
 
-    def latest(self, tps: list[TP], earliest: dict[TP, int] | None = None) -> dict[TP, int]:
-        """The end offset (next offset to be written, for read-committed readers) of each
-        partition, confirmed by a fetch from just before the broker's answer. The fetch is
-        skipped for a partition whose answer did not change since the last call."""
+    def latest(self, tps: list[TP]) -> dict[TP, int]:
+        """The end offset of each partition for read-committed readers (its last stable
+        offset: no open transaction's record lies before it)."""
         from confluent_kafka.admin import OffsetSpec
 
-        listed = self.list_offsets(tps, OffsetSpec.latest())
-        low = earliest if earliest is not None else self.earliest(tps)
-        ends = {tp: self._confirmed[tp][1] for tp in tps
-                if self._confirmed.get(tp, (None,))[0] == listed[tp]}
-        probe = {tp: max(listed[tp] - 1, low[tp]) for tp in tps
-                 if tp not in ends and listed[tp] > low[tp]}
-        ends = {**listed, **ends, **self._fetch_ends(probe)}
-        self._confirmed.update({tp: (listed[tp], ends[tp]) for tp in tps})
-        return ends
-
-    def _fetch_ends(self, probe: dict[TP, int]) -> dict[TP, int]:
-        """Read from each ``tp``'s given offset to the end: the end offset the fetch reports."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-        if not probe:
-            return {}
-        if self._consumer is None:
-            self._consumer = Consumer(consumer_config(self.bootstrap_servers, self.config))
-        consumer = self._consumer
-        consumer.assign([TopicPartition(t, p, o) for (t, p), o in probe.items()])
-        ends: dict[TP, int] = {}
-        seen = dict(probe)
-        deadline = time.monotonic() + self.timeout
-        try:
-            while len(ends) < len(probe) and time.monotonic() < deadline:
-                for m in _poll(consumer, 10_000, 0.2):
-                    tp = (m.topic(), m.partition())
-                    if tp not in probe:
-                        continue
-                    err = m.error()
-                    if err is None:
-                        seen[tp] = max(seen[tp], m.offset() + 1)
-                    elif err.code() == KafkaError._PARTITION_EOF:
-                        ends[tp] = max(m.offset(), seen[tp])
-        finally:
-            consumer.unassign()
-        for tp in probe:  # no end reported in time: what was seen is the best known end
-            ends.setdefault(tp, seen[tp])
-        return ends
+        return self.list_offsets(tps, OffsetSpec.latest())
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
         self._admin = None
 
 
@@ -319,7 +272,7 @@ def read_to_end(
     try:
         tps = lookup.topic_partitions([topic])
         low = lookup.earliest(tps)
-        high = lookup.latest(tps, low)
+        high = lookup.latest(tps)
     finally:
         lookup.close()
     for tp in tps:

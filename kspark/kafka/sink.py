@@ -1,25 +1,25 @@
-"""Writing micro-batches to a Kafka topic exactly once, without Spark.
+"""Writing micro-batches to Kafka exactly once with Kafka transactions, without Spark.
 
-Spark replays a micro-batch after a failure with the same batch id and the same records. The
-sink therefore remembers, in Kafka itself, the last batch it wrote completely: after each batch it
-writes a marker ``{"run", "batch", "ends"}`` (``ends``: the topic's end offset per partition
-after the batch) to a small compacted topic (one per application, keyed by sink). A replayed
-batch at or below the marker is skipped. Every record carries a header ``kspark-batch`` =
-``<run>/<batch>/<sink>``: after a crash in the middle of a batch (records written, marker not),
-the first write after the restart reads the topic from the marker's ``ends`` and leaves out the
-records of that batch that are already there, so the replay completes the batch without writing
-any record twice. ``run`` is the id of the Spark query, which persists in its checkpoint: a
-query started from a fresh checkpoint starts a new run.
+As Kafka Streams' ``exactly_once_v2``: everything one micro-batch writes to a Kafka cluster (the
+output topics' records and the stores' changelog records) is produced in one Kafka transaction,
+together with a marker ``{"run", "batch"}`` in a small compacted topic of the application
+(``<application id>-kspark-sink-batches``, keyed by the transactional id). Consumers reading
+with ``isolation.level=read_committed`` see a batch whole or not at all.
 
-The producer is idempotent (no duplicates from its own retries, order kept per partition). A
-delivery error raises with the broker's message, which stops the query.
+The transactional id is stable per application and writer (``<application id>-kspark-sink``),
+so a restarted or duplicate instance takes it over: its first call (``init_transactions``)
+aborts whatever transaction the old one left open and fences the old producer, whose next
+commit fails. The new writer then reads the last committed marker: Spark replays a batch whose
+output was committed but not yet recorded in Spark's checkpoint, with the same batch id and the
+same records, and a batch at or below the marker is skipped. ``run`` is the id of the Spark
+query, kept in its checkpoint: a query started on a fresh checkpoint starts a new run.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from kspark.errors import StreamsError
@@ -28,195 +28,181 @@ from kspark.kafka.reader import read_to_end
 
 log = logging.getLogger("kspark.kafka")
 
-HEADER = "kspark-batch"
+#: a batch's records for one topic: ``(key, value, timestamp ms, partition)``
 Rows = list[tuple[bytes | None, bytes | None, int, int]]
+
+#: errors that mean another producer took over the transactional id
+_FENCED = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED")
 
 
 def marker_topic(application_id: str) -> str:
-    """The topic where an application's Kafka sinks record their last written batch."""
+    """The topic where an application's transactional writers record their last batch."""
     return f"{application_id}-kspark-sink-batches"
 
 
-class BatchSink:
-    """Writes micro-batches of ``(key, value, timestamp ms, partition)`` records to ``topic``,
-    each batch once (see the module's documentation). ``name`` identifies the sink in markers
-    and headers (the topology's topic name)."""
+def transactional_id(application_id: str) -> str:
+    """The transactional id of an application's writer (stable across restarts)."""
+    return f"{application_id}-kspark-sink"
+
+
+class TransactionalWriter:
+    """Writes micro-batches to one Kafka cluster, each in one transaction and each once (see the
+    module's documentation). Records of a batch are staged per topic with :meth:`stage`, then
+    :meth:`commit` writes them with the batch's marker."""
 
     def __init__(
         self,
         bootstrap_servers: str,
-        topic: str,
-        markers: str,
-        name: str | None = None,
+        application_id: str,
         config: dict[str, Any] | None = None,
-        flush_timeout: float = 120.0,
+        timeout: float = 120.0,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.topic = topic
-        self.markers = markers
-        self.name = name or topic
+        self.application_id = application_id
+        self.transactional_id = transactional_id(application_id)
+        self.markers = marker_topic(application_id)
         self.config = dict(config or {})
-        self.flush_timeout = flush_timeout
+        self.timeout = timeout
         self._producer: Any = None
-        #: the last marker: {"run", "batch", "ends"}; None until read from Kafka
-        self._marker: dict[str, Any] | None = None
-        self._recovered = False
+        #: the last committed marker: {"run", "batch"}
+        self._marker: dict[str, Any] = {"run": None, "batch": -1}
+        self._staged: dict[str, Rows] = {}
+        #: delivery errors of the open transaction (the first few)
+        self._errors: list[str] = []
         self.skipped_batches = 0
-        self.recovered_records = 0
+        self.committed_batches = 0
 
-    @property
-    def producer(self) -> Any:
-        if self._producer is None:
-            from confluent_kafka import Producer
+    def open(self) -> None:
+        """Take over the transactional id (aborting and fencing any earlier holder) and read the
+        last committed marker."""
+        if self._producer is not None:
+            return
+        from confluent_kafka import KafkaException, Producer
 
-            self._producer = Producer(
-                client_config(
-                    self.bootstrap_servers,
-                    {
-                        "enable.idempotence": True,
-                        "linger.ms": 5,
-                        "queue.buffering.max.messages": 500_000,
-                        "delivery.timeout.ms": 120_000,
-                        **self.config,
-                    },
-                )
+        producer = Producer(
+            client_config(
+                self.bootstrap_servers,
+                {
+                    "transactional.id": self.transactional_id,
+                    "enable.idempotence": True,
+                    "linger.ms": 5,
+                    "queue.buffering.max.messages": 1_000_000,
+                    "transaction.timeout.ms": 120_000,
+                    **self.config,
+                },
             )
-        return self._producer
+        )
+        try:
+            producer.init_transactions(self.timeout)
+        except KafkaException as exc:
+            raise StreamsError(
+                f"Kafka on {self.bootstrap_servers}: cannot initialise transactions for "
+                f"transactional id {self.transactional_id!r}: {exc.args[0].str()}"
+            ) from exc
+        self._producer = producer
+        self._marker = self.last_marker()
+        log.info(
+            "writer %r took over; last committed batch %s of run %s",
+            self.transactional_id, self._marker["batch"], self._marker["run"],
+        )
 
-    # -- markers -------------------------------------------------------------------------------
     def last_marker(self) -> dict[str, Any]:
-        """The last marker of this sink in Kafka (``{"run": None, "batch": -1, "ends": {}}``
-        if it never wrote one)."""
-        found: dict[str, Any] = {"run": None, "batch": -1, "ends": {}}
-        key = self.name.encode()
+        """The last committed marker of this writer (``{"run": None, "batch": -1}`` if none)."""
+        found: dict[str, Any] = {"run": None, "batch": -1}
+        key = self.transactional_id.encode()
         for m in read_to_end(self.bootstrap_servers, self.markers, self.config):
             if m.key() == key and m.value() is not None:
                 found = json.loads(m.value())
         return found
 
-    def _write_marker(self, marker: dict[str, Any]) -> None:
-        self._produce_all(
-            self.markers, [(self.name.encode(), json.dumps(marker).encode(), None, 0, None)]
-        )
-        self._marker = marker
+    def written(self, run: str, batch_id: int) -> bool:
+        """Whether batch ``batch_id`` of query run ``run`` was committed before."""
+        return self._marker["run"] == run and batch_id <= self._marker["batch"]
 
-    def _end_offsets(self) -> dict[str, int]:
-        from kspark.kafka.reader import OffsetLookup
+    def stage(self, topic: str, rows: Iterable[tuple[Any, Any, int, int]]) -> None:
+        """Add records to the batch being written (sent at :meth:`commit`)."""
+        self._staged.setdefault(topic, []).extend(rows)
 
-        lookup = OffsetLookup(self.bootstrap_servers, self.config)
-        try:
-            tps = lookup.topic_partitions([self.topic])
-            return {str(p): o for (_, p), o in lookup.latest(tps).items()}
-        finally:
-            lookup.close()
-
-    # -- writing -------------------------------------------------------------------------------
-    def write(self, run: str, batch_id: int, records: Rows) -> int:
-        """Write batch ``batch_id`` of query run ``run`` unless it was written before; returns
-        the number of records written now."""
-        if self._marker is None:
-            self._marker = self.last_marker()
-        marker = self._marker
-        if marker["run"] == run and batch_id <= marker["batch"]:
+    def commit(self, run: str, batch_id: int) -> int:
+        """Write the staged records and the batch's marker in one transaction, unless the batch
+        was committed before; returns the number of records written."""
+        staged, self._staged = self._staged, {}
+        self.open()
+        if self.written(run, batch_id):
             self.skipped_batches += 1
-            log.info(
-                "sink %r: batch %d of run %s was written before; skipped", self.topic, batch_id, run
-            )
+            log.info("batch %d of run %s was committed before; skipped", batch_id, run)
             return 0
-        if marker["run"] != run:  # a new run: mark where it starts (nothing to recover)
-            marker = {"run": run, "batch": -1, "ends": self._end_offsets()}
-            self._write_marker(marker)
-            self._recovered = True
-        tag = f"{run}/{batch_id}/{self.name}".encode()
-        if not self._recovered:
-            self._recovered = True
-            records = self._missing(records, marker["ends"], tag)
-        ends = dict(marker["ends"])
-        delivered = self._produce_all(
-            self.topic, [(k, v, ts, part, [(HEADER, tag)]) for k, v, ts, part in records]
-        )
-        for partition, offset in delivered.items():
-            ends[str(partition)] = max(ends.get(str(partition), 0), offset + 1)
-        self._write_marker({"run": run, "batch": batch_id, "ends": ends})
-        return len(records)
+        if not any(staged.values()):
+            return 0
+        marker = {"run": run, "batch": batch_id}
+        producer = self._producer
+        self._errors.clear()
+        try:
+            producer.begin_transaction()
+            count = 0
+            for topic, rows in staged.items():
+                count += self._produce(topic, rows)
+            key = self.transactional_id.encode()
+            self._produce(self.markers, [(key, json.dumps(marker).encode(), None, 0)])
+            producer.commit_transaction(self.timeout)
+        except Exception as exc:
+            self._fail(exc, batch_id)
+        self._marker = marker
+        self.committed_batches += 1
+        return count
 
-    def _missing(self, records: Rows, ends: dict[str, int], tag: bytes) -> Rows:
-        """``records`` less those already on the topic with header ``tag`` (written by an attempt
-        at this batch that did not finish)."""
-        there: Counter[tuple[Any, ...]] = Counter()
-        start = {int(p): o for p, o in ends.items()}
-        for m in read_to_end(self.bootstrap_servers, self.topic, self.config, start):
-            if (HEADER, tag) in (m.headers() or []):
-                there[(m.key(), m.value(), m.timestamp()[1], m.partition())] += 1
-        if not there:
-            return records
-        out = []
-        for record in records:
-            if there[record] > 0:
-                there[record] -= 1
-                self.recovered_records += 1
-            else:
-                out.append(record)
-        log.warning(
-            "sink %r: %d records of an interrupted attempt at this batch were already "
-            "written; writing the other %d",
-            self.topic,
-            self.recovered_records,
-            len(out),
-        )
-        return out
-
-    def _produce_all(
-        self, topic: str, rows: list[tuple[Any, Any, int | None, int, Any]]
-    ) -> dict[int, int]:
-        """Produce ``(key, value, timestamp, partition, headers)`` rows and wait until all are
-        acknowledged: the last offset per partition, or an error with the broker's message."""
-        producer = self.producer
-        errors: list[tuple[int, str]] = []
-        last: dict[int, int] = {}
+    def _produce(self, topic: str, rows: Rows | list[tuple[Any, Any, Any, int]]) -> int:
+        producer = self._producer
+        errors = self._errors
 
         def delivered(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append((msg.partition(), err.str()))
-            else:
-                last[msg.partition()] = max(last.get(msg.partition(), -1), msg.offset())
+            if err is not None and len(errors) < 3:
+                errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
 
-        for key, value, ts, partition, headers in rows:
-            kwargs: dict[str, Any] = {"partition": partition, "on_delivery": delivered}
-            if ts is not None:
-                kwargs["timestamp"] = ts
-            if headers:
-                kwargs["headers"] = headers
+        for key, value, ts, partition in rows:
             while True:
                 try:
-                    producer.produce(topic, value, key, **kwargs)
+                    if ts is None:
+                        producer.produce(topic, value, key, partition=partition,
+                                         on_delivery=delivered)
+                    else:
+                        producer.produce(topic, value, key, partition=partition, timestamp=ts,
+                                         on_delivery=delivered)
                     break
                 except BufferError:
                     producer.poll(0.05)
-                except Exception as exc:
-                    raise StreamsError(
-                        f"Kafka sink topic {topic!r} partition {partition}: cannot produce a "
-                        f"record: {exc}"
-                    ) from exc
-            producer.poll(0)
-        remaining = producer.flush(self.flush_timeout)
-        if errors:
-            partition, message = errors[0]
+        producer.poll(0)
+        return len(rows)
+
+    def _fail(self, exc: Exception, batch_id: int) -> None:
+        """Abort the open transaction (if the producer still may) and raise a clear error."""
+        from confluent_kafka import KafkaException
+
+        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        where = (f"Kafka on {self.bootstrap_servers}, transactional id "
+                 f"{self.transactional_id!r}, batch {batch_id}")
+        if error is not None and error.name() in _FENCED:
+            self._producer = None
             raise StreamsError(
-                f"Kafka sink topic {topic!r} partition {partition}: delivery failed: {message}"
-                + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-            )
-        if remaining:
-            raise StreamsError(
-                f"Kafka sink topic {topic!r}: {remaining} records not acknowledged within "
-                f"{self.flush_timeout} s"
-            )
-        return last
+                f"{where}: another instance of application {self.application_id!r} took over "
+                f"the transactional id ({error.str()}); this one stops without writing"
+            ) from exc
+        try:
+            if error is None or error.txn_requires_abort() or not error.fatal():
+                self._producer.abort_transaction(self.timeout)
+        except KafkaException:
+            self._producer = None
+        message = error.str() if error is not None else str(exc)
+        if self._errors:
+            message += f" (delivery failed: {'; '.join(self._errors)})"
+        raise StreamsError(f"{where}: the transaction was aborted: {message}") from exc
 
     def close(self) -> None:
+        """Release the producer (an open transaction is aborted by the broker or the next
+        holder of the transactional id)."""
         producer, self._producer = self._producer, None
         if producer is not None:
-            producer.flush(self.flush_timeout)
+            producer.flush(self.timeout)
             close = getattr(producer, "close", None)  # confluent-kafka >= 2.12
             if close is not None:
                 close()

@@ -351,6 +351,7 @@ class StreamsApp:
         for topic, sink in self.topics.items():
             if topic not in written and hasattr(sink, "batches"):
                 sink.write_batch(batch_id, [])
+        self._commit_transactions(batch_id)
         metrics = Metrics()
         is_metrics = pc.fill_null(pc.equal(kinds, KIND_METRICS), False)
         for value in table.filter(is_metrics).column("value").to_pylist():
@@ -358,6 +359,28 @@ class StreamsApp:
         with self._lock:
             self._metrics.merge(metrics.counters)
             self._batches += 1
+
+    def _commit_transactions(self, batch_id: int) -> None:
+        """Commit each Kafka cluster's transaction of the batch (its outputs and changelogs),
+        once per writer."""
+        from kspark.io.kafka import KafkaTopic
+
+        writers = {id(w): w for s in self.topics.values()
+                   if isinstance(s, KafkaTopic) and (w := s.transaction) is not None}
+        if writers:
+            run = self._run_id()
+            for writer in writers.values():
+                writer.commit(run, batch_id)
+
+    def _run_id(self, timeout: float = 60.0) -> str:
+        """The id of the app's query: it persists in the checkpoint, so a restarted query
+        continues the same run (the first batch may come before ``start()`` has returned)."""
+        deadline = time.monotonic() + timeout
+        while self._query is None:
+            if time.monotonic() > deadline:
+                raise StreamsError(f"StreamsApp {self.application_id!r}: the query did not start")
+            time.sleep(0.01)
+        return str(self._query.id)
 
     def process_all_available(self, timeout: float = 600.0) -> None:
         """Block until every source's input available now has been processed.

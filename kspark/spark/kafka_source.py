@@ -157,7 +157,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         """Partitions now subscribed, with their earliest and end offsets."""
         tps = self.lookup.topic_partitions(self.topics or None, self.pattern)
         low = self.lookup.earliest(tps)
-        return tps, low, self.lookup.latest(tps, low)
+        return tps, low, self.lookup.latest(tps)
 
     def initialOffset(self) -> dict:
         tps, low, high = self._bounds()

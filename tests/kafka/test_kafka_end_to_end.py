@@ -22,7 +22,7 @@ from kspark.examples.sessions import generate_clicks
 from kspark.examples.sessions import topology as sessions_topology
 from kspark.hashing import kafka_partition
 from kspark.kafka import TopicError
-from kspark.kafka.sink import BatchSink, marker_topic
+from kspark.kafka.sink import TransactionalWriter
 from kspark.testing import TopologyTestDriver
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -102,8 +102,7 @@ def test_killed_and_restarted_app_loses_and_duplicates_nothing(spark, app_dir, b
          checkpoint, "200"],
         cwd=HERE, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
-    markers = BatchSink(bootstrap, f"{prefix}session-counts", marker_topic(f"{prefix}app"),
-                        "session-counts")
+    markers = TransactionalWriter(bootstrap, f"{prefix}app")
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         try:

@@ -1,16 +1,16 @@
-"""The Kafka sink writes each micro-batch once: replays are skipped, and an interrupted batch is
-completed without duplicates (no Spark)."""
+"""The transactional writer on Apache Kafka (no Spark): a batch is one transaction, written once;
+an interrupted transaction is never seen by read_committed consumers; a second instance fences
+the first; a delivery error names the topic."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kafka_util import BASE_MS, consume, create
 
 from kspark.errors import StreamsError
-from kspark.kafka.sink import HEADER, BatchSink
+from kspark.kafka.reader import read_to_end
+from kspark.kafka.sink import TransactionalWriter, marker_topic, transactional_id
 
 pytestmark = pytest.mark.kafka
 
@@ -22,65 +22,118 @@ def _batch(batch_id, n=20, partitions=2):
     ]
 
 
-def _sink(bootstrap, topic):
-    return BatchSink(bootstrap, topic, f"{topic}-markers", "out")
-
-
 def _values(bootstrap, topic):
-    return sorted(m.value() for m in consume(bootstrap, topic))
+    """The values a read_committed consumer sees."""
+    return sorted(m.value() for m in read_to_end(bootstrap, topic))
+
+
+def _uncommitted_values(bootstrap, topic, partitions=2):
+    """Every value in the log, up to the high watermark (read_uncommitted)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "t",
+                         "isolation.level": "read_uncommitted", "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    values, ended = [], set()
+    while len(ended) < partitions:
+        m = consumer.poll(10)
+        assert m is not None, "no end of partition within 10 s"
+        if m.error() is None:
+            values.append(m.value())
+        else:
+            ended.add(m.partition())
+    consumer.close()
+    return sorted(values)
 
 
 @pytest.fixture
 def out(bootstrap, topic):
     create(bootstrap, topic, 2)
-    create(bootstrap, f"{topic}-markers", 1, **{"cleanup.policy": "compact"})
+    create(bootstrap, marker_topic(topic), 1, **{"cleanup.policy": "compact"})
     return topic
 
 
-def test_each_batch_is_written_once_and_a_replay_is_skipped(bootstrap, out):
-    sink = _sink(bootstrap, out)
-    assert sink.write("run-a", 0, _batch(0)) == 20
-    assert sink.write("run-a", 1, _batch(1)) == 20
-    assert sink.write("run-a", 1, _batch(1)) == 0  # replayed by Spark
-    restarted = _sink(bootstrap, out)  # a new process: learns the last batch from Kafka
-    assert restarted.write("run-a", 0, _batch(0)) == 0
-    assert restarted.write("run-a", 1, _batch(1)) == 0
-    assert restarted.write("run-a", 2, _batch(2)) == 20
-    expected = sorted(v for b in range(3) for _, v, _, _ in _batch(b))
-    assert _values(bootstrap, out) == expected
-    messages = consume(bootstrap, out)
-    assert all(m.partition() == int(m.key()[1:]) % 2 for m in messages)
-    assert {m.timestamp()[1] for m in messages} == {BASE_MS + i for i in range(20)}
-    marker = restarted.last_marker()
-    assert (marker["run"], marker["batch"]) == ("run-a", 2)
-    assert marker["ends"] == {"0": 30, "1": 30}
+def _writer(bootstrap, app):
+    writer = TransactionalWriter(bootstrap, app)
+    writer.open()
+    return writer
+
+
+def _write(writer, topic, run, batch_id, rows):
+    writer.stage(topic, rows)
+    return writer.commit(run, batch_id)
+
+
+def test_each_batch_is_one_transaction_and_a_replay_is_skipped(bootstrap, out):
+    writer = _writer(bootstrap, out)
+    assert _write(writer, out, "run-1", 0, _batch(0)) == 20
+    assert _write(writer, out, "run-1", 1, _batch(1)) == 20
+    assert _write(writer, out, "run-1", 1, _batch(1)) == 0  # Spark replays batch 1
+    writer.close()
+    # a restarted writer knows what was committed before it
+    again = _writer(bootstrap, out)
+    assert again.last_marker() == {"run": "run-1", "batch": 1}
+    assert _write(again, out, "run-1", 0, _batch(0)) == 0
+    assert _write(again, out, "run-1", 2, _batch(2)) == 20
+    again.close()
+    values = _values(bootstrap, out)
+    assert len(values) == 60 and len(set(values)) == 60
+    # each commit left a transaction marker after its records: offsets have gaps
+    offsets = [m.offset() for m in consume(bootstrap, out) if m.partition() == 0]
+    assert offsets != list(range(len(offsets)))
 
 
 def test_a_new_run_writes_its_batches_again(bootstrap, out):
-    _sink(bootstrap, out).write("run-a", 0, _batch(0))
-    assert _sink(bootstrap, out).write("run-b", 0, _batch(0)) == 20  # fresh checkpoint
-    assert len(consume(bootstrap, out)) == 40
+    writer = _writer(bootstrap, out)
+    _write(writer, out, "run-1", 0, _batch(0))
+    assert _write(writer, out, "run-2", 0, _batch(0)) == 20  # a fresh checkpoint: a new query
+    writer.close()
+    assert len(_values(bootstrap, out)) == 40
 
 
-def test_an_interrupted_batch_is_completed_without_duplicates(bootstrap, out):
-    sink = _sink(bootstrap, out)
-    sink.write("run-a", 0, _batch(0))
-    # a crashed attempt at batch 1 wrote 7 of its records (tagged), but no marker
-    crashed = Producer({"bootstrap.servers": bootstrap})
-    for key, value, ts, part in _batch(1)[:7]:
-        crashed.produce(out, value, key, partition=part, timestamp=ts,
-                        headers=[(HEADER, b"run-a/1/out")])
-    crashed.flush(10)
-    restarted = _sink(bootstrap, out)
-    assert restarted.write("run-a", 1, _batch(1)) == 13
-    assert restarted.recovered_records == 7
+def test_an_interrupted_transaction_is_invisible_and_the_replay_writes_it_once(bootstrap, out):
+    writer = _writer(bootstrap, out)
+    _write(writer, out, "run-1", 0, _batch(0))
+    writer.close()
+    # a crashed instance: its transaction of batch 1 was sent, never committed
+    crashed = Producer({"bootstrap.servers": bootstrap,
+                        "transactional.id": transactional_id(out)})
+    crashed.init_transactions(30)
+    crashed.begin_transaction()
+    for key, value, ts, part in _batch(1):
+        crashed.produce(out, value, key, partition=part, timestamp=ts)
+    assert crashed.flush(30) == 0
+    # the records are in the log (read_uncommitted sees them), not in the committed view
+    assert b"b1-0" in _uncommitted_values(bootstrap, out)
+    assert b"b1-0" not in _values(bootstrap, out)
+    # the restarted instance fences the crashed one, aborting its transaction, and replays
+    restarted = _writer(bootstrap, out)
+    assert restarted.last_marker()["batch"] == 0
+    assert _write(restarted, out, "run-1", 1, _batch(1)) == 20
+    restarted.close()
     values = _values(bootstrap, out)
-    assert len(values) == len(set(values)) == 40
+    assert len(values) == 40 and len(set(values)) == 40
 
 
-def test_a_delivery_error_raises_with_the_topic_partition_and_message(bootstrap, out):
+def test_a_second_instance_fences_the_first(bootstrap, out):
+    first = _writer(bootstrap, out)
+    _write(first, out, "run-1", 0, _batch(0))
+    second = _writer(bootstrap, out)  # a duplicate instance on the same transactional id
+    with pytest.raises(StreamsError, match="another instance of application .* took over"):
+        _write(first, out, "run-1", 1, _batch(1))
+    assert _write(second, out, "run-1", 1, _batch(1)) == 20
+    second.close()
+    first.close()
+    values = _values(bootstrap, out)
+    assert len(values) == 40 and len(set(values)) == 40
+
+
+def test_a_delivery_error_aborts_the_batch_and_names_the_topic(bootstrap, topic):
+    create(bootstrap, topic, 2, **{"max.message.bytes": "1024"})
+    create(bootstrap, marker_topic(topic), 1, **{"cleanup.policy": "compact"})
+    writer = _writer(bootstrap, topic)
+    rows = [*_batch(0, 5), (b"big", b"x" * 4000, BASE_MS, 0)]
     with pytest.raises(StreamsError) as err:
-        _sink(bootstrap, out).write("run-a", 0, [(b"k", b"v", BASE_MS, 7)])
-    text = str(err.value)
-    assert f"topic {out!r} partition 7" in text and "Unknown partition" in text
-    assert json.loads(consume(bootstrap, f"{out}-markers")[-1].value())["batch"] == -1
+        _write(writer, topic, "run-1", 0, rows)
+    writer.close()
+    assert f"topic {topic!r} partition 0" in str(err.value)
+    assert "aborted" in str(err.value)
+    assert _values(bootstrap, topic) == []  # none of the batch is visible
