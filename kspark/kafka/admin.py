@@ -21,6 +21,10 @@ class TopicError(KsparkError):
     """A Kafka topic is missing, differs from what the application needs, or lost records."""
 
 
+class KafkaUnreachableError(KsparkError):
+    """No broker of a Kafka cluster answered."""
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """What a topic must look like: its partition count and the configs that matter (e.g.
@@ -43,11 +47,45 @@ def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:
     return AdminClient(client_config(bootstrap_servers, config))
 
 
+def cluster_metadata(bootstrap_servers: str, config: dict[str, Any] | None = None) -> Any:
+    """The cluster's metadata (topics and partitions), or an error naming the address."""
+    from confluent_kafka import KafkaException
+
+    _check_reachable(bootstrap_servers)
+    try:
+        return _admin(bootstrap_servers, config).list_topics(timeout=_TIMEOUT)
+    except KafkaException as exc:
+        raise KafkaUnreachableError(
+            f"cannot reach Kafka at {bootstrap_servers} within {_TIMEOUT:.0f} s: "
+            f"{exc.args[0].str()} (is the broker running, and are the bootstrap servers and "
+            "security settings right?)"
+        ) from exc
+
+
+def _check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
+    """Fail fast when no bootstrap server accepts a TCP connection (a client would retry for
+    the whole metadata timeout)."""
+    import socket
+
+    problems = []
+    for address in bootstrap_servers.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            problems.append(f"{address.strip()}: {exc}")
+    raise KafkaUnreachableError(
+        f"cannot reach Kafka at {bootstrap_servers}: {'; '.join(problems)} (is the broker "
+        "running, and are the bootstrap servers right?)"
+    )
+
+
 def partition_counts(
     bootstrap_servers: str, topics: list[str], config: dict[str, Any] | None = None
 ) -> dict[str, int | None]:
     """The number of partitions of each topic, ``None`` for a topic that does not exist."""
-    metadata = _admin(bootstrap_servers, config).list_topics(timeout=_TIMEOUT)
+    metadata = cluster_metadata(bootstrap_servers, config)
     out: dict[str, int | None] = {}
     for name in topics:
         meta = metadata.topics.get(name)
@@ -63,7 +101,7 @@ def matching_topics(
     import re
 
     regex = re.compile(pattern)
-    metadata = _admin(bootstrap_servers, config).list_topics(timeout=_TIMEOUT)
+    metadata = cluster_metadata(bootstrap_servers, config)
     return {
         name: len(meta.partitions)
         for name, meta in metadata.topics.items()

@@ -12,8 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka_util import BASE_MS, create, produce
 
-from kspark.kafka.admin import TopicError
-from kspark.spark.kafka_source import KafkaStreamReader, skipped_offsets
+from kspark.spark.kafka_source import skipped_offsets
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -170,33 +169,42 @@ def test_a_partition_that_went_back_is_data_loss_unless_allowed(spark, app_dir, 
     assert [json.loads(r.value) for r in rows[30:]] == [{"new": 1}]
 
 
-class _Lookup:
-    """Offsets of a partition whose records 0-9 were deleted by retention."""
-
-    def topic_partitions(self, topics=None, pattern=None):
-        return [("t", 0)]
-
-    def earliest(self, tps):
-        return {("t", 0): 10}
-
-    def latest(self, tps, earliest=None):
-        return {("t", 0): 25}
+def _partition_counts(rows):
+    return {p: sum(1 for r in rows if r.partition == p) for p in (0, 1)}
 
 
-def _reader(**options):
-    reader = KafkaStreamReader({"kafka.bootstrap.servers": "unused:1", "subscribe": "t",
-                                **options})
-    reader._lookup = _Lookup()
-    return reader
+def test_records_deleted_before_they_were_read_stop_or_are_skipped_and_counted(
+        spark, app_dir, bootstrap, topic):
+    from confluent_kafka import TopicPartition
 
-
-def test_deleted_records_stop_or_are_skipped_and_counted():
-    from pyspark.sql.streaming.datasource import ReadAllAvailable
-
-    with pytest.raises(TopicError) as err:
-        _reader().latestOffset({"t": {"0": 4}}, ReadAllAvailable())
-    assert "topic 't' partition 0: offsets 4 to 9 were deleted" in str(err.value)
-    end = _reader(failOnDataLoss="false").latestOffset({"t": {"0": 4}}, ReadAllAvailable())
-    assert end == {"t": {"0": 25}, "@skipped": 6}
-    progress = {"sources": [{"endOffset": json.dumps(end)}]}
-    assert skipped_offsets(progress) == 6
+    create(bootstrap, topic, 2)
+    produce(bootstrap, topic, _records(40), partitions=2)
+    rows: list = []
+    first = _start_collecting(spark, app_dir, bootstrap, "src_deleted", rows, subscribe=topic)
+    first.processAllAvailable()
+    first.stop()
+    read = _partition_counts(rows)
+    assert read[0] > 0 and sum(read.values()) == 40
+    produce(bootstrap, topic, _records(40), partitions=2)  # offsets read[0] .. on partition 0
+    # DeleteRecords: partition 0 now starts 5 records past what the query read
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    (done,) = admin.delete_records([TopicPartition(topic, 0, read[0] + 5)]).values()
+    assert done.result().low_watermark == read[0] + 5
+    strict = _start_collecting(spark, app_dir, bootstrap, "src_deleted", rows, subscribe=topic)
+    with pytest.raises(Exception) as err:
+        strict.processAllAvailable()
+    strict.stop()
+    assert (f"Kafka topic {topic!r} partition 0: offsets {read[0]} to {read[0] + 4} were "
+            "deleted before they were read") in str(err.value)
+    assert len(rows) == 40  # nothing of the new records was taken
+    lenient = _start_collecting(spark, app_dir, bootstrap, "src_deleted", rows, subscribe=topic,
+                                failOnDataLoss="false")
+    try:
+        lenient.processAllAvailable()
+        progress = lenient.lastProgress
+    finally:
+        lenient.stop()
+    assert skipped_offsets(progress) == 5
+    assert len(rows) == 80 - 5
+    offsets = sorted(r.offset for r in rows if r.partition == 0)
+    assert offsets[read[0]] == read[0] + 5  # the first record after the deleted ones
