@@ -129,13 +129,14 @@ def demo(
     from kspark.demo import run_demo
 
     log_path = log or os.path.join(tempfile.gettempdir(), "kspark-demo.log")
+    broker_log = f"{os.path.splitext(log_path)[0]}-broker.log"
     saved = os.dup(2)
     try:
         with open(log_path, "ab") as log_file:  # Spark and its Python workers log to fd 2
             os.dup2(log_file.fileno(), 2)
             try:
                 run_demo(records=records, partitions=partitions, out=out, master=master,
-                         console=console)
+                         console=console, broker_log=broker_log)
             finally:
                 os.dup2(saved, 2)
     except KeyboardInterrupt:
@@ -144,11 +145,11 @@ def demo(
     except Exception as exc:
         console.print(f"[red]the demo failed:[/red] {type(exc).__name__}: {exc}", markup=True,
                       highlight=False)
-        console.print(f"log: {log_path}", highlight=False)
+        console.print(f"log: {log_path}; the broker's: {broker_log}", highlight=False)
         raise typer.Exit(1) from exc
     finally:
         os.close(saved)
-    console.print(f"log of Spark and the broker: {log_path}", highlight=False)
+    console.print(f"log of Spark: {log_path}; of the broker: {broker_log}", highlight=False)
 
 
 from kspark.cli_store import store_app  # noqa: E402

@@ -1,6 +1,6 @@
 """``kspark demo``: the main job, end to end, on one machine.
 
-It starts the embedded Kafka-protocol broker, produces a generated clickstream (users with
+It starts the embedded Apache Kafka broker (or uses a given one), produces a generated clickstream (users with
 realistic session gaps, some clicks out of order and some late) to a topic with several
 partitions, and runs the sessionization app of :mod:`kspark.examples.sessions` on local Spark
 from that topic to output topics. While it runs it shows records in, micro-batches, open and
@@ -171,12 +171,17 @@ def run_demo(
     console: Console | None = None,
     seed: int = 7,
     spark: Any = None,
+    bootstrap: str | None = None,
+    broker_log: str | None = None,
 ) -> DemoResult:
     """Run the demo end to end and return what it measured (see the module's documentation).
-    It starts (and stops) a local Spark session on ``master`` unless given ``spark``."""
+    It starts (and stops) a local Spark session on ``master`` unless given ``spark``, and the
+    embedded Apache Kafka broker (logging to ``broker_log``) unless given ``bootstrap``."""
+    import contextlib
+
     from kspark import io
     from kspark.examples.sessions import COUNTS_STORE, generate_clicks, topology
-    from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
+    from kspark.kafka import KAFKA_VERSION, EmbeddedBroker, TopicSpec, ensure_topics
     from kspark.spark import StreamsApp
     from kspark.spark.session import local_spark
     from kspark.state.changelog import changelog_topic
@@ -191,10 +196,15 @@ def run_demo(
     progress, stop = _Progress(), threading.Event()
     started = time.time()
     app: Any = None
-    with EmbeddedBroker(log_path=os.path.join(workdir, "broker.log")) as broker:
-        bootstrap = broker.bootstrap_servers
-        console.print(f"embedded broker (tansu) on {bootstrap}; producing {len(clicks):,} clicks "
-                      f"of {users:,} users to topic {INPUT!r} ({partitions} partitions)")
+    with contextlib.ExitStack() as stack:
+        if bootstrap is None:
+            log_path = broker_log or os.path.join(workdir, "broker.log")
+            broker = stack.enter_context(EmbeddedBroker(log_path=log_path))
+            bootstrap = broker.bootstrap_servers
+            console.print(f"Apache Kafka {KAFKA_VERSION} (embedded, one KRaft node) on "
+                          f"{bootstrap}; its log: {log_path}", highlight=False)
+        console.print(f"producing {len(clicks):,} clicks of {users:,} users to topic {INPUT!r} "
+                      f"({partitions} partitions) on {bootstrap}", highlight=False)
         ensure_topics(bootstrap, [TopicSpec(INPUT, partitions)])
         producer = threading.Thread(target=_produce, name="demo-producer", daemon=True,
                                     args=(bootstrap, clicks, partitions, progress))

@@ -40,10 +40,10 @@ def _expected(records, base, partitions=4):
     return closed, open_, late
 
 
-def test_demo_runs_end_to_end_and_agrees_with_the_test_driver(spark, tmp_path):
+def test_demo_runs_end_to_end_and_agrees_with_the_test_driver(spark, bootstrap, tmp_path):
     printed = io.StringIO()
     png = tmp_path / "demo.png"
-    result = run_demo(records=1500, out=str(png), spark=spark,
+    result = run_demo(records=1500, out=str(png), spark=spark, bootstrap=bootstrap,
                       console=Console(file=printed, width=120))
     closed, open_sessions, late = _expected(1500, result.base_ms)
     assert result.produced == result.processed == 1500
