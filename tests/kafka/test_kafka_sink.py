@@ -117,7 +117,7 @@ def test_a_second_instance_fences_the_first(bootstrap, out):
     first = _writer(bootstrap, out)
     _write(first, out, "run-1", 0, _batch(0))
     second = _writer(bootstrap, out)  # a duplicate instance on the same transactional id
-    with pytest.raises(StreamsError, match="another instance of application .* took over"):
+    with pytest.raises(StreamsError, match=r"another instance of application .* took over"):
         _write(first, out, "run-1", 1, _batch(1))
     assert _write(second, out, "run-1", 1, _batch(1)) == 20
     second.close()
