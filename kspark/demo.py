@@ -2,8 +2,8 @@
 
 It starts the embedded Apache Kafka broker (or uses a given one), produces a generated
 clickstream (users with realistic session gaps, some clicks out of order and some late) to a
-topic with several partitions, and runs the sessionization app of :mod:`kspark.examples.sessions` on local Spark
-from that topic to output topics. While it runs it shows records in, micro-batches, open and
+topic with several partitions, and runs the sessionization app of
+:mod:`kspark.examples.sessions` on local Spark from that topic to output topics. While it runs it shows records in, micro-batches, open and
 closed sessions and dropped late records; at the end it prints a summary table and writes a PNG
 plot of session lengths and events per session.
 
