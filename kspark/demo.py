@@ -3,9 +3,9 @@
 It starts the embedded Apache Kafka broker (or uses a given one), produces a generated
 clickstream (users with realistic session gaps, some clicks out of order and some late) to a
 topic with several partitions, and runs the sessionization app of
-:mod:`kspark.examples.sessions` on local Spark from that topic to output topics. While it runs it shows records in, micro-batches, open and
-closed sessions and dropped late records; at the end it prints a summary table and writes a PNG
-plot of session lengths and events per session.
+:mod:`kspark.examples.sessions` on local Spark from that topic to output topics. While it runs
+it shows records in, micro-batches, open and closed sessions and dropped late records; at the
+end it prints a summary table and writes a PNG plot of session lengths and events per session.
 
 Closed sessions are read from the output topic ``session-counts`` (each session once, when it
 closes); open ones from the changelog topic of the ``session-counts`` store (its live sessions
