@@ -1,5 +1,5 @@
 """Benchmark: test-driver throughput of a DSL session-window count (gap 10 s, grace 10 s) on the
-shared clickstream workload (``/work/shared/bench/gen.py``: 1 M events, 10 k users by default).
+clickstream workload (``benchmarks/clickstream.py``: 1 M events, 10 k users by default).
 
     .venv/bin/python benchmarks/driver_session_count.py --records 1000000 --repeat 2
 

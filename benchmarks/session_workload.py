@@ -1,23 +1,18 @@
-"""What the session benchmarks share: the shared workload generator and the DSL session count."""
+"""What the session benchmarks share: the clickstream workload and the DSL session count."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
+from types import ModuleType
 from typing import Any
+
+import clickstream
 
 from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
 
-GEN = os.environ.get("KSPARK_BENCH_GEN", "/work/shared/bench/gen.py")
 
-
-def load_gen() -> Any:
-    """The shared workload generator (``/work/shared/bench/gen.py``), imported by path."""
-    spec = importlib.util.spec_from_file_location("kspark_bench_gen", GEN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_gen() -> ModuleType:
+    """The workload generator (:mod:`clickstream`, beside this file)."""
+    return clickstream
 
 
 def session_count_topology(gap_ms: int, grace_ms: int, on_close: bool,

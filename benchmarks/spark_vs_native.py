@@ -1,5 +1,5 @@
 """Benchmark: kspark's session count on Spark against Spark's native ``session_window`` count,
-in one run on the same data (the shared clickstream workload of ``/work/shared/bench/gen.py``,
+in one run on the same data (the clickstream workload of ``benchmarks/clickstream.py``,
 2 M events and 10 k users by default; gap 10 s, grace 10 s), on ``local[2]``.
 
     .venv/bin/python benchmarks/spark_vs_native.py --batches 1,10 --repeat 2
@@ -7,8 +7,8 @@ in one run on the same data (the shared clickstream workload of ``/work/shared/b
 Both engines read the same Parquet files (one file per micro-batch, one file per trigger):
 
 - native: ``session_window`` count in append mode with a watermark of the grace period, memory
-  sink, RocksDB state, no-data micro-batches on (as ``/work/shared/bench/spark_native_session.py``,
-  so that the sessions the last watermark closes are emitted);
+  sink, RocksDB state, no-data micro-batches on (Spark's default, so that the sessions the last
+  watermark closes are emitted);
 - kspark: a ``StreamsApp`` with a DSL session count, input ``kspark.io.files(format="parquet",
   key_field="key", timestamp_field="ts", partitions=P)``, output a Parquet file topic. Emit
   strategy ``on_window_close`` (final sessions only, the fair comparison with append mode) and
@@ -79,7 +79,7 @@ class Steal:
 
 
 def split_input(gen: Any, n: int, k: int, batches: int) -> str:
-    """The workload split into ``batches`` Parquet files (the shared native script's layout)."""
+    """The workload split into ``batches`` Parquet files (one file per trigger)."""
     src = gen.make(n, k)
     path = f"{gen.BENCH}/native_in_{n}_{k}_{batches}"
     if not os.path.exists(path):
@@ -125,8 +125,7 @@ def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int) -> tu
     shutil.rmtree(ck, ignore_errors=True)
     spark.sql("drop view if exists native_cmp")
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    # as the shared native script runs it (Spark's default): a no-data batch emits what the
-    # last data batch's watermark closes
+    # Spark's default: a no-data batch emits what the last data batch's watermark closes
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     schema = spark.read.parquet(src).schema
     t0 = time.perf_counter()
