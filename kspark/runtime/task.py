@@ -6,7 +6,6 @@ buckets come from (a :class:`~kspark.state.base.BucketLoader`) and in who drives
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ import numpy as np
 
 from kspark import serdes as _serdes
 from kspark.config import LOG_AND_CONTINUE, StreamsConfig
+from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError, SerializationError, StreamsError
 from kspark.processor.api import ProcessorContext
 from kspark.processor.punctuation import (
@@ -28,8 +28,6 @@ from kspark.records import Headers, Record, RecordMetadata
 from kspark.runtime.metrics import Metrics
 from kspark.state.base import BucketLoader, StoreBase
 from kspark.topology.topology import ProcessorNode, SinkNode, SourceNode, SubTopology, Topology
-
-log = logging.getLogger("kspark.task")
 
 
 @dataclass(slots=True)
@@ -937,6 +935,7 @@ class Task:
     # -- commit ------------------------------------------------------------------------------
     def commit(self) -> None:
         """Flush every store's cache (forwarding cached changes downstream) until all are clean."""
+        DROPS.flush_due(self.task_id)
         for _ in range(len(self.stores) + 1):
             dirty = [s for s in self.stores.values() if s.has_cached_changes()]
             if not dirty:
@@ -988,7 +987,7 @@ class Task:
 
     def record_dropped(self, reason: str, detail: str) -> None:
         self.metrics.dropped(reason)
-        log.warning("task %s: dropped record (%s): %s", self.task_id, reason, detail)
+        DROPS.dropped(self.task_id, reason, detail)
 
     def captures_changelog(self, store: str) -> bool:
         """Whether changelog entries of ``store`` are kept (and so must be exact)."""

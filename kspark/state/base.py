@@ -14,14 +14,12 @@ listener and writes the final value to the changelog (SEMANTICS.md §6).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError
 from kspark.hashing import stable_hash
-
-log = logging.getLogger("kspark.state")
 
 DEFAULT_BUCKETS = 16
 #: most keys whose bucket a store remembers
@@ -68,7 +66,7 @@ class NullContext:
 
     def record_dropped(self, reason: str, detail: str) -> None:
         self.dropped += 1
-        log.warning("dropped record (%s): %s", reason, detail)
+        DROPS.dropped(self.task_id, reason, detail)
 
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         self.changelog.append((key, value, timestamp))
