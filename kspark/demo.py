@@ -261,10 +261,18 @@ def run_demo(
     result.late_dropped = metrics.get("dropped-records-expired-window", 0) // AGGREGATIONS
     result.seconds = time.time() - started
     shutil.rmtree(workdir, ignore_errors=True)
-    result.plot = _plot(result, out)
+    try:
+        result.plot = _plot(result, out)
+    except ModuleNotFoundError as exc:
+        if exc.name != "matplotlib":
+            raise
+        result.plot = ""
     console.print()
     console.print(summary_table(result))
-    console.print(f"plot of session lengths and events per session: {result.plot}")
+    if result.plot:
+        console.print(f"plot of session lengths and events per session: {result.plot}")
+    else:
+        console.print("no plot: matplotlib is not installed (pip install 'kspark[plot]')")
     return result
 
 

@@ -203,6 +203,4 @@ class TransactionalWriter:
         producer, self._producer = self._producer, None
         if producer is not None:
             producer.flush(self.timeout)
-            close = getattr(producer, "close", None)  # confluent-kafka >= 2.12
-            if close is not None:
-                close()
+            producer.close()
