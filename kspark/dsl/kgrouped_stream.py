@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.builder import StreamsBuilder, key_value_store_builder, store_name_for
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.dsl.processors import StreamAggregateProcessor
@@ -44,8 +45,7 @@ class KGroupedStream:
         return self._builder.repartition(self._node, store_name, self._key_serde,
                                          self._value_serde)
 
-    def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
-                   aggregator: Callable[..., Any],
+    def _aggregate(self, prefix: str, aggregation: Aggregation,
                    materialized: Materialized | str | None) -> KTable:
         from kspark.dsl.ktable import KTable
 
@@ -55,7 +55,7 @@ class KGroupedStream:
         name = builder.new_name(prefix)
         parent = self._source_for(store)
         topo = builder.topology
-        topo.add_processor(name, partial(StreamAggregateProcessor, store, initializer, aggregator),
+        topo.add_processor(name, partial(StreamAggregateProcessor, store, aggregation),
                            parent)
         topo.add_state_store(key_value_store_builder(store, m), name)
         return KTable(builder, name, store_name=store, queryable=m is not None and bool(m.name),
@@ -64,17 +64,18 @@ class KGroupedStream:
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
         """The number of records per key (null keys and values are dropped and counted)."""
-        return self._aggregate("KSTREAM-AGGREGATE-", _zero, _count, materialized)
+        return self._aggregate("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
         """Per key: the first value, then ``reducer(agg, value)`` for each next value."""
-        return self._aggregate("KSTREAM-REDUCE-", None, reducer, materialized)
+        return self._aggregate("KSTREAM-REDUCE-", Reduce(reducer), materialized)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
         """Per key: ``aggregator(key, value, agg)`` starting from ``initializer()``."""
-        return self._aggregate("KSTREAM-AGGREGATE-", initializer, aggregator, materialized)
+        return self._aggregate("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
+                               materialized)
 
     def windowed_by(
         self, windows: SessionWindows | TimeWindows | SlidingWindows
@@ -92,10 +93,3 @@ class KGroupedStream:
             f"windowed_by needs SessionWindows, TimeWindows or SlidingWindows, got {windows!r}"
         )
 
-
-def _zero() -> int:
-    return 0
-
-
-def _count(key: Any, value: Any, agg: int) -> int:
-    return agg + 1

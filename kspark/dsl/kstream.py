@@ -7,6 +7,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kspark.dsl import processors as p
+from kspark.dsl import stateless
 from kspark.dsl.builder import (
     StreamsBuilder,
     key_value_store_builder,
@@ -55,47 +56,47 @@ class KStream:
     # -- stateless ---------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], Any]) -> KStream:
         """Records for which ``predicate(key, value)`` is true."""
-        return self._add("KSTREAM-FILTER-", partial(p.FilterProcessor, predicate, False))
+        return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, False))
 
     def filter_not(self, predicate: Callable[[Any, Any], Any]) -> KStream:
         """Records for which ``predicate(key, value)`` is false."""
-        return self._add("KSTREAM-FILTER-", partial(p.FilterProcessor, predicate, True))
+        return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, True))
 
     def map_values(self, mapper: Callable[[Any], Any]) -> KStream:
         """Each record with value ``mapper(value)``; the key is unchanged."""
-        return self._add("KSTREAM-MAPVALUES-", partial(p.MapValuesProcessor, mapper),
+        return self._add("KSTREAM-MAPVALUES-", partial(stateless.MapValuesProcessor, mapper),
                          keep_value_serde=False)
 
     def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
         """Each record as ``mapper(key, value) -> (new_key, new_value)``."""
-        return self._add("KSTREAM-MAP-", partial(p.MapProcessor, mapper), key_changed=True,
+        return self._add("KSTREAM-MAP-", partial(stateless.MapProcessor, mapper), key_changed=True,
                          keep_value_serde=False)
 
     def select_key(self, selector: Callable[[Any, Any], Any]) -> KStream:
         """Each record with key ``selector(key, value)``."""
-        return self._add("KSTREAM-KEY-SELECT-", partial(p.SelectKeyProcessor, selector),
+        return self._add("KSTREAM-KEY-SELECT-", partial(stateless.SelectKeyProcessor, selector),
                          key_changed=True)
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> KStream:
         """Zero or more records ``(new_key, new_value)`` per record."""
-        return self._add("KSTREAM-FLATMAP-", partial(p.FlatMapProcessor, mapper),
+        return self._add("KSTREAM-FLATMAP-", partial(stateless.FlatMapProcessor, mapper),
                          key_changed=True, keep_value_serde=False)
 
     def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]]) -> KStream:
         """Zero or more records per record, each with one of ``mapper(value)`` and the key."""
-        return self._add("KSTREAM-FLATMAPVALUES-", partial(p.FlatMapValuesProcessor, mapper),
-                         keep_value_serde=False)
+        return self._add("KSTREAM-FLATMAPVALUES-",
+                         partial(stateless.FlatMapValuesProcessor, mapper), keep_value_serde=False)
 
     def peek(self, action: Callable[[Any, Any], Any]) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
-        return self._add("KSTREAM-PEEK-", partial(p.PeekProcessor, action))
+        return self._add("KSTREAM-PEEK-", partial(stateless.PeekProcessor, action))
 
     def merge(self, other: KStream) -> KStream:
         """The records of this stream and ``other``, interleaved as they arrive."""
         if not isinstance(other, KStream) or other._builder is not self._builder:
             raise ValueError("merge needs a KStream of the same StreamsBuilder")
         name = self._builder.new_name("KSTREAM-MERGE-")
-        self._builder.topology.add_processor(name, p.PassThroughProcessor, self._node,
+        self._builder.topology.add_processor(name, stateless.PassThroughProcessor, self._node,
                                              other._node)
         same_key = self._key_serde == other._key_serde
         same_value = self._value_serde == other._value_serde
@@ -142,7 +143,7 @@ class KStream:
         from kspark.dsl.kgrouped_stream import KGroupedStream
 
         name = self._builder.new_name("KSTREAM-KEY-SELECT-")
-        self._builder.topology.add_processor(name, partial(p.SelectKeyProcessor, selector),
+        self._builder.topology.add_processor(name, partial(stateless.SelectKeyProcessor, selector),
                                              self._node)
         key_serde = optional_serde(key_serde)
         return KGroupedStream(self._builder, name, True, key_serde, optional_serde(value_serde),

@@ -8,10 +8,13 @@ Stateful outputs carry no headers, so caching on and off forward the same record
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
+from kspark.dsl.aggregations import Aggregation
+from kspark.dsl.stateless import OneToOne, pair
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.processor.batch import ColumnMapper
 from kspark.record_columns import NewValues, RecordColumns
 from kspark.records import Change, Record
 from kspark.state.key_value import InMemoryKeyValueStore
@@ -41,108 +44,6 @@ def change_forwarder(context: ProcessorContext) -> Callable[[list[Any]], None]:
         context.forward_all([Record(k, Change(new, old), ts) for k, new, old, ts in entries])
 
     return forward
-
-
-# -- stateless KStream operators -------------------------------------------------------------
-# ``map_batch(records)`` on a stateless operator returns what it forwards for ``records``, in
-# order, without the processor context: ``Task.forward_all`` runs a straight chain of them into
-# a sink a whole list at a time
-class FilterProcessor(Processor):
-    """Forwards records for which ``predicate(key, value)`` is true (false if ``negate``)."""
-
-    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool = False) -> None:
-        self.predicate, self.negate = predicate, negate
-
-    def process(self, record: Record) -> None:
-        if bool(self.predicate(record.key, record.value)) != self.negate:
-            self.context.forward(record)
-
-    def map_batch(self, records: list[Record]) -> list[Record]:
-        predicate, negate = self.predicate, self.negate
-        return [r for r in records if bool(predicate(r.key, r.value)) != negate]
-
-
-class MapValuesProcessor(Processor):
-    def __init__(self, mapper: Callable[[Any], Any]) -> None:
-        self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(self.mapper(record.value)))
-
-    def map_batch(self, records: list[Record]) -> list[Record]:
-        mapper = self.mapper
-        return [Record(r.key, mapper(r.value), r.timestamp, r.headers) for r in records]
-
-
-def _pair(result: Any, what: str) -> tuple[Any, Any]:
-    try:
-        key, value = result
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} must return a (key, value) pair, got {result!r:.80}") from exc
-    return key, value
-
-
-class MapProcessor(Processor):
-    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
-        self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        key, value = _pair(self.mapper(record.key, record.value), "map's mapper")
-        self.context.forward(Record(key, value, record.timestamp, record.headers))
-
-    def map_batch(self, records: list[Record]) -> list[Record]:
-        out = []
-        for r in records:
-            key, value = _pair(self.mapper(r.key, r.value), "map's mapper")
-            out.append(Record(key, value, r.timestamp, r.headers))
-        return out
-
-
-class SelectKeyProcessor(Processor):
-    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
-        self.selector = selector
-
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_key(self.selector(record.key, record.value)))
-
-    def map_batch(self, records: list[Record]) -> list[Record]:
-        selector = self.selector
-        return [Record(selector(r.key, r.value), r.value, r.timestamp, r.headers) for r in records]
-
-
-class FlatMapProcessor(Processor):
-    def __init__(self, mapper: Callable[[Any, Any], Iterable[Any]]) -> None:
-        self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        for result in self.mapper(record.key, record.value) or ():
-            key, value = _pair(result, "flat_map's mapper (for each item)")
-            self.context.forward(Record(key, value, record.timestamp, record.headers))
-
-
-class FlatMapValuesProcessor(Processor):
-    def __init__(self, mapper: Callable[[Any], Iterable[Any]]) -> None:
-        self.mapper = mapper
-
-    def process(self, record: Record) -> None:
-        for value in self.mapper(record.value) or ():
-            self.context.forward(record.with_value(value))
-
-
-class PeekProcessor(Processor):
-    def __init__(self, action: Callable[[Any, Any], Any]) -> None:
-        self.action = action
-
-    def process(self, record: Record) -> None:
-        self.action(record.key, record.value)
-        self.context.forward(record)
-
-
-class PassThroughProcessor(Processor):
-    """Forwards every record unchanged (``merge``)."""
-
-    def process(self, record: Record) -> None:
-        self.context.forward(record)
 
 
 class DropNullKeyProcessor(Processor):
@@ -250,14 +151,11 @@ class TableMapValuesProcessor(_TableValueProcessor):
         return None if value is None else self.mapper(value)
 
 
-class TableToStreamProcessor(Processor):
+class TableToStreamProcessor(OneToOne, ColumnMapper):
     """Forwards each change's new value (``None`` for a delete)."""
 
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(record.value.new_value))
-
-    def map_batch(self, records: list[Record]) -> list[Record]:
-        return [Record(r.key, r.value.new_value, r.timestamp, r.headers) for r in records]
+    def map_one(self, record: Record) -> Record:
+        return Record(record.key, record.value.new_value, record.timestamp, record.headers)
 
     def map_columns(self, columns: RecordColumns) -> RecordColumns:
         values = columns.values
@@ -279,7 +177,7 @@ class TableRepartitionMapProcessor(Processor):
     def _select(self, record: Record, value: Any, count: bool) -> tuple[Any, Any] | None:
         if value is None:
             return None
-        key, selected = _pair(self.selector(record.key, value), "KTable.group_by's selector")
+        key, selected = pair(self.selector(record.key, value), "KTable.group_by's selector")
         if key is None or selected is None:
             if count:
                 what = "key" if key is None else "value"
@@ -304,16 +202,15 @@ class TableRepartitionMapProcessor(Processor):
 
 # -- aggregations ----------------------------------------------------------------------------
 class StreamAggregateProcessor(_StoreProcessor):
-    """KGroupedStream ``aggregate`` / ``count`` (``initializer`` given) or ``reduce``
-    (``initializer is None``: the first value is the aggregate, then ``reducer(agg, value)``).
+    """KGroupedStream ``aggregate``, ``count`` and ``reduce`` (an :class:`Aggregation`).
 
     Null keys and values are dropped and counted; the result's timestamp is
     ``max(record.ts, previous aggregate's ts)`` (SEMANTICS.md §4)."""
 
-    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[..., Any]) -> None:
+    def __init__(self, store_name: str, aggregation: Aggregation) -> None:
         super().__init__(store_name)
-        self.initializer, self.aggregator = initializer, aggregator
+        self.aggregation = aggregation
+        self.initializer, self.aggregator, _ = aggregation.functions()
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
@@ -323,18 +220,12 @@ class StreamAggregateProcessor(_StoreProcessor):
             return
         old = self.store.get_with_timestamp(key)
         if old is None:
-            if self.initializer is None:
-                new = value
-            else:
-                new = self.aggregator(key, value, self.initializer())
+            new = self.aggregator(key, value, self.initializer())
             ts = record.timestamp
             old_value = None
         else:
             old_value = old.value
-            if self.initializer is None:
-                new = self.aggregator(old_value, value)
-            else:
-                new = self.aggregator(key, value, old_value)
+            new = self.aggregator(key, value, old_value)
             ts = max(record.timestamp, old.timestamp)
         self.writer.put(key, new, old_value, ts)
 

@@ -17,11 +17,12 @@ session already forwarded as final is then followed by the merged one.)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedSet
 
+from kspark.dsl.aggregations import Aggregation, Count
 from kspark.dsl.processors import change_forwarder
 from kspark.dsl.time_window_aggregate import (
     LAST_EMIT,
@@ -34,14 +35,12 @@ from kspark.dsl.time_window_aggregate import (
     resolve_retention,
 )
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.processor.batch import BatchProcessor, RecordBatch, StreamTimeFollower
 from kspark.record_columns import NewValues, RecordColumns, WindowedKeys
 from kspark.records import Change, Record
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.state.session import InMemorySessionStore
 from kspark.windows import EmitStrategy, EmitType, SessionWindows, Window, Windowed
-
-if TYPE_CHECKING:
-    from kspark.runtime.task import BatchView
 
 
 def session_store_builder(
@@ -68,22 +67,24 @@ def session_store_builder(
     )
 
 
-class SessionWindowAggregateProcessor(Processor):
+class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollower):
     """Aggregates records into session windows, merging sessions a record bridges."""
 
     def __init__(
         self,
         store_name: str,
         windows: SessionWindows,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
+        aggregation: Aggregation,
         emit_strategy: EmitStrategy | None = None,
     ) -> None:
         if not isinstance(windows, SessionWindows):
             raise TypeError(f"windows must be SessionWindows, got {windows!r}")
+        initializer, aggregator, merger = aggregation.functions()
+        if merger is None:
+            raise TypeError("a session window aggregation needs a merger")
         self.store_name = store_name
         self.windows = windows
+        self.aggregation = aggregation
         self.initializer = initializer
         self.aggregator = aggregator
         self.merger = merger
@@ -116,12 +117,10 @@ class SessionWindowAggregateProcessor(Processor):
         closed = self._closed_sessions(close) if self.emit_final and not self._in_batch else None
 
         found = self.store.find_sessions(key, ts - gap, ts + gap)
-        agg = self.initializer()
-        start = end = ts
-        for kv in found:
-            agg = self.merger(key, agg, kv.value)
-            start = min(start, kv.key.window.start)
-            end = max(end, kv.key.window.end)
+        start, end, agg = merged_session(
+            key, ts, [(kv.key.window.start, kv.key.window.end, kv.value) for kv in found],
+            self.initializer, self.merger,
+        )
         merged = Window(start, end)
         removed: set[Windowed] = set()
         if end < close:
@@ -182,7 +181,7 @@ class SessionWindowAggregateProcessor(Processor):
         return out
 
     # -- vectorised batch path -----------------------------------------------------------------
-    def process_batch(self, view: BatchView) -> int | None:
+    def process_batch(self, view: RecordBatch) -> int | None:
         """Process a whole batch at once, with exactly the store contents, forwarded records,
         counters and persisted state of :meth:`process` record by record (see
         :class:`SessionBatch`). Returns the number of records handled vectorised, or ``None``
@@ -204,6 +203,28 @@ class SessionWindowAggregateProcessor(Processor):
         ):
             return None
         return SessionBatch(self, view, observed, last_emit).run()
+
+
+def merged_session(
+    key: Any,
+    ts: int,
+    found: list[tuple[int, int, Any]],
+    initializer: Callable[[], Any],
+    merger: Callable[[Any, Any, Any], Any],
+) -> tuple[int, int, Any]:
+    """The session a record of ``key`` at ``ts`` joins, from the sessions it reaches
+    (``(start, end, aggregate)`` in the store's order: by end, then start): its start, its end
+    and the merged aggregate before the record is added. :meth:`SessionWindowAggregateProcessor.
+    process` and the batch path's replay both call this."""
+    agg = initializer()
+    start = end = ts
+    for s, e, stored in found:
+        agg = merger(key, agg, stored)
+        if s < start:
+            start = s
+        if e > end:
+            end = e
+    return start, end, agg
 
 
 #: sentinel position: "not within this batch"
@@ -256,7 +277,7 @@ class SessionBatch:
     def __init__(
         self,
         proc: SessionWindowAggregateProcessor,
-        view: BatchView,
+        view: RecordBatch,
         observed: int,
         last_emit: int | None,
     ) -> None:
@@ -467,14 +488,9 @@ class SessionBatch:
             highest_start = ts + gap
             found = sorted(w for w in sessions if w[0] >= lowest_end and w[1] <= highest_start)
             value = value_of(p)
-            agg = init()
-            start = end = ts
-            for w in found:
-                agg = merger(key, agg, sessions[w][0])
-                if w[1] < start:
-                    start = w[1]
-                if w[0] > end:
-                    end = w[0]
+            start, end, agg = merged_session(
+                key, ts, [(w[1], w[0], sessions[w][0]) for w in found], init, merger
+            )
             if end < closes:
                 self._drop_late(p, key, value, ts, Window(start, end))
                 continue
@@ -547,11 +563,9 @@ class SessionBatch:
     ) -> Any:
         """The aggregate after each record of the simple clusters (cluster order): an object
         array of ints for ``count``, else a list."""
-        from kspark.dsl.windowed_kstream import _count, _sum, _zero
-
         proc, keys = self.proc, self.keys
         init, aggregator, merger = proc.initializer, proc.aggregator, proc.merger
-        if init is _zero and aggregator is _count and merger is _sum:
+        if isinstance(proc.aggregation, Count):
             idx = np.arange(len(cl))
             first_of = np.maximum.accumulate(np.where(first, idx, 0))
             base = np.zeros(int(cl[-1]) + 1, dtype=object)

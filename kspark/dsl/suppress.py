@@ -33,6 +33,7 @@ from sortedcontainers import SortedList
 from kspark._duration import Duration, to_ms
 from kspark.errors import BufferFullError
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.processor.batch import StreamTimeFollower
 from kspark.records import Change, Headers, Record
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import Windowed
@@ -182,7 +183,7 @@ OBSERVED = "observed_stream_time"
 SEQNUM = "next_seqnum"
 
 
-class SuppressProcessor(Processor):
+class SuppressProcessor(Processor, StreamTimeFollower):
     """Buffers ``Change`` updates per key and releases them per the :class:`Suppressed`.
 
     ``suppress_duration_ms``: for ``until_window_closes`` the windows' grace (sessions: gap +

@@ -12,13 +12,14 @@ A window's result carries the largest record timestamp in it. ``on_window_update
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from kspark._duration import to_ms
+from kspark.dsl.aggregations import Aggregation
 from kspark.dsl.processors import change_forwarder
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.processor.batch import StreamTimeFollower
 from kspark.records import Change, Record
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, EmitType, TimeWindows, Window, Windowed
@@ -125,7 +126,7 @@ def emit_strategy_type(emit_strategy: EmitStrategy | None) -> EmitType:
     return emit_strategy.type
 
 
-class WindowedAggregateBase(Processor):
+class WindowedAggregateBase(Processor, StreamTimeFollower):
     """Store access and forwarding shared by the time and sliding window aggregations."""
 
     #: the windows class the aggregation takes
@@ -135,8 +136,7 @@ class WindowedAggregateBase(Processor):
         self,
         store_name: str,
         windows: Any,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        aggregation: Aggregation,
         emit_strategy: EmitStrategy | None = None,
     ) -> None:
         if not isinstance(windows, self.windows_type):
@@ -145,8 +145,8 @@ class WindowedAggregateBase(Processor):
             )
         self.store_name = store_name
         self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
+        self.aggregation = aggregation
+        self.initializer, self.aggregator, _ = aggregation.functions()
         self.emit_final = emit_strategy_type(emit_strategy) is EmitType.ON_WINDOW_CLOSE
 
     def init(self, context: ProcessorContext) -> None:

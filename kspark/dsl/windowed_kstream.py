@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.builder import store_name_for
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde, SessionWindowed, TimeWindowed
@@ -25,37 +26,6 @@ if TYPE_CHECKING:
     from kspark.dsl.ktable import KTable
 
 
-def _none() -> None:
-    return None
-
-
-def _zero() -> int:
-    return 0
-
-
-def _count(key: Any, value: Any, agg: int) -> int:
-    return agg + 1
-
-
-def _sum(key: Any, a: int, b: int) -> int:
-    return a + b
-
-
-class _Reducing:
-    """``reduce`` as an aggregation: the first value is the aggregate as is."""
-
-    def __init__(self, reducer: Callable[[Any, Any], Any]) -> None:
-        self.reducer = reducer
-
-    def aggregate(self, key: Any, value: Any, agg: Any) -> Any:
-        return value if agg is None else self.reducer(agg, value)
-
-    def merge(self, key: Any, a: Any, b: Any) -> Any:
-        if a is None:
-            return b
-        if b is None:
-            return a
-        return self.reducer(a, b)
 
 
 def _windowed_serde(grouped: KGroupedStream,
@@ -106,8 +76,7 @@ class SessionWindowedKStream(_WindowedKStream):
 
     _windows: SessionWindows
 
-    def _session(self, prefix: str, initializer: Callable[[], Any],
-                 aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
+    def _session(self, prefix: str, aggregation: Aggregation,
                  materialized: Materialized | str | None) -> KTable:
         from kspark.dsl.session_aggregate import (
             SessionWindowAggregateProcessor,
@@ -118,8 +87,7 @@ class SessionWindowedKStream(_WindowedKStream):
         emit = self._emit_strategy
         return self._build(
             prefix, materialized,
-            lambda store: partial(SessionWindowAggregateProcessor, store, w, initializer,
-                                  aggregator, merger, emit),
+            lambda store: partial(SessionWindowAggregateProcessor, store, w, aggregation, emit),
             lambda store, m: session_store_builder(store, w, m),
             w.inactivity_gap_ms + w.grace_ms,
             _windowed_serde(self._grouped, lambda inner: SessionWindowed(inner)),
@@ -127,14 +95,13 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
         """The number of records per key and session."""
-        return self._session("KSTREAM-AGGREGATE-", _zero, _count, _sum, materialized)
+        return self._session("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
         """Per key and session: the first value, then ``reducer(agg, value)``; merged sessions
         combine with ``reducer(agg1, agg2)``."""
-        r = _Reducing(reducer)
-        return self._session("KSTREAM-REDUCE-", _none, r.aggregate, r.merge, materialized)
+        return self._session("KSTREAM-REDUCE-", Reduce(reducer), materialized)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
@@ -142,7 +109,8 @@ class SessionWindowedKStream(_WindowedKStream):
                   materialized: Materialized | str | None = None) -> KTable:
         """Per key and session: ``aggregator(key, value, agg)`` from ``initializer()``;
         sessions joined by a record combine with ``merger(key, agg1, agg2)``."""
-        return self._session("KSTREAM-AGGREGATE-", initializer, aggregator, merger, materialized)
+        return self._session("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator, merger),
+                             materialized)
 
 
 class TimeWindowedKStream(_WindowedKStream):
@@ -151,8 +119,7 @@ class TimeWindowedKStream(_WindowedKStream):
 
     _windows: TimeWindows | SlidingWindows
 
-    def _timed(self, prefix: str, initializer: Callable[[], Any],
-               aggregator: Callable[[Any, Any, Any], Any],
+    def _timed(self, prefix: str, aggregation: Aggregation,
                materialized: Materialized | str | None) -> KTable:
         w = self._windows
         emit = self._emit_strategy
@@ -173,7 +140,7 @@ class TimeWindowedKStream(_WindowedKStream):
             )
         return self._build(
             prefix, materialized,
-            lambda store: partial(processor, store, w, initializer, aggregator, emit),
+            lambda store: partial(processor, store, w, aggregation, emit),
             lambda store, m: store_builder(store, w, m),
             w.grace_ms,
             _windowed_serde(self._grouped, lambda inner: TimeWindowed(inner, size)),
@@ -181,15 +148,16 @@ class TimeWindowedKStream(_WindowedKStream):
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
         """The number of records per key and window."""
-        return self._timed("KSTREAM-AGGREGATE-", _zero, _count, materialized)
+        return self._timed("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
         """Per key and window: the first value, then ``reducer(agg, value)``."""
-        return self._timed("KSTREAM-REDUCE-", _none, _Reducing(reducer).aggregate, materialized)
+        return self._timed("KSTREAM-REDUCE-", Reduce(reducer), materialized)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
         """Per key and window: ``aggregator(key, value, agg)`` from ``initializer()``."""
-        return self._timed("KSTREAM-AGGREGATE-", initializer, aggregator, materialized)
+        return self._timed("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
+                           materialized)

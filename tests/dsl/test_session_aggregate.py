@@ -11,6 +11,7 @@ import pytest
 
 from kspark import serdes
 from kspark.config import StreamsConfig
+from kspark.dsl.aggregations import Aggregate
 from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
 from kspark.dsl.time_window_aggregate import LAST_EMIT, OBSERVED
 from kspark.processor.api import Processor
@@ -63,7 +64,8 @@ def topology(
     topo.add_source("src", "in", serdes.String(), serdes.Json())
     topo.add_processor(
         "agg",
-        lambda: SessionWindowAggregateProcessor("sessions", windows, list, collect, merge, emit),
+        lambda: SessionWindowAggregateProcessor(
+            "sessions", windows, Aggregate(list, collect, merge), emit),
         "src",
     )
     topo.add_state_store(

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark import serdes
+from kspark.dsl.aggregations import Aggregate
 from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
 from kspark.processor.api import Processor
 from kspark.records import Record
@@ -45,7 +46,8 @@ def topology(
     topo.add_processor(
         "agg",
         lambda: SessionWindowAggregateProcessor(
-            "sessions", windows, list, lambda k, v, agg: [*agg, v], lambda k, a, b: a + b, emit
+            "sessions", windows,
+            Aggregate(list, lambda k, v, agg: [*agg, v], lambda k, a, b: a + b), emit
         ),
         "src",
     )

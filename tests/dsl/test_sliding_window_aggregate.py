@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark import serdes
+from kspark.dsl.aggregations import Aggregate
 from kspark.dsl.sliding_window_aggregate import (
     SlidingWindowAggregateProcessor,
     sliding_window_store_builder,
@@ -53,7 +54,7 @@ def topology(
     topo.add_processor(
         "agg",
         lambda: SlidingWindowAggregateProcessor(
-            "sliding", windows, list, lambda k, v, agg: [*agg, v], emit
+            "sliding", windows, Aggregate(list, lambda k, v, agg: [*agg, v]), emit
         ),
         "src",
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark import serdes
+from kspark.dsl.aggregations import Aggregate
 from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
 from kspark.dsl.suppress import BufferConfig, Suppressed, SuppressProcessor, suppress_store_builder
 from kspark.dsl.time_window_aggregate import (
@@ -51,7 +52,7 @@ def session_topology(windows: SessionWindows, suppressed_out: Out, final_out: Ou
     topo.add_processor(
         "agg",
         lambda: SessionWindowAggregateProcessor(
-            "s1", windows, list, collect, lambda k, a, b: a + b
+            "s1", windows, Aggregate(list, collect, lambda k, a, b: a + b)
         ),
         "src",
     )
@@ -64,7 +65,8 @@ def session_topology(windows: SessionWindows, suppressed_out: Out, final_out: Ou
     topo.add_processor(
         "final",
         lambda: SessionWindowAggregateProcessor(
-            "s2", windows, list, collect, lambda k, a, b: a + b, EmitStrategy.on_window_close()
+            "s2", windows, Aggregate(list, collect, lambda k, a, b: a + b),
+            EmitStrategy.on_window_close()
         ),
         "src",
     )
@@ -99,7 +101,7 @@ def test_time_window_suppression_emits_final_results_only() -> None:
     topo = Topology()
     topo.add_source("src", "in", serdes.String(), serdes.Json())
     topo.add_processor(
-        "agg", lambda: TimeWindowAggregateProcessor("w", windows, list, collect), "src"
+        "agg", lambda: TimeWindowAggregateProcessor("w", windows, Aggregate(list, collect)), "src"
     )
     topo.add_state_store(time_window_store_builder("w", windows, Mat("w", caching=False)), "agg")
     suppressed = Suppressed.until_window_closes(BufferConfig.max_records(10).shut_down_when_full())

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kspark import serdes
+from kspark.dsl.aggregations import Aggregate
 from kspark.dsl.time_window_aggregate import (
     LAST_EMIT,
     TimeWindowAggregateProcessor,
@@ -46,7 +47,7 @@ def topology(
     topo.add_processor(
         "agg",
         lambda: TimeWindowAggregateProcessor(
-            "windows", windows, list, lambda k, v, agg: [*agg, v], emit
+            "windows", windows, Aggregate(list, lambda k, v, agg: [*agg, v]), emit
         ),
         "src",
     )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kspark import Materialized, StreamsBuilder, serdes
 from kspark.config import StreamsConfig
 from kspark.errors import SerializationError, StreamsError
+from kspark.processor.api import Processor
 from kspark.runtime.batch import DictTaskState, run_task_batch
 from kspark.runtime.task import SourceRecord
 from kspark.windows import Window, Windowed
@@ -18,9 +19,17 @@ from kspark.windows import Window, Windowed
 KEYS = ["a", "b", "c", "d"]
 
 
+class _Forwarder(Processor):
+    """A user processor that forwards every record: no list form."""
+
+    def process(self, record):
+        self.context.forward(record)
+
+
 def chain_topology(breaker: bool, failing: bool = False):
-    """count per key (cached) -> to_stream -> [peek] -> filter -> map_values -> select_key -> map
-    -> topic ``out``; ``peek`` (no list path) makes every record go one at a time."""
+    """count per key (cached) -> to_stream -> [a user processor] -> filter -> peek ->
+    map_values -> select_key -> flat_map_values -> map -> flat_map -> topic ``out``; the user
+    processor (no list form) makes every record go one at a time."""
 
     def double(v):
         if failing and v == 3:
@@ -35,12 +44,15 @@ def chain_topology(breaker: bool, failing: bool = False):
         .to_stream()
     )
     if breaker:
-        stream = stream.peek(lambda k, v: None)
+        stream = stream.process(_Forwarder)
     (
         stream.filter(lambda k, v: v % 3 != 1)
+        .peek(lambda k, v: None)
         .map_values(double)
         .select_key(lambda k, v: k.upper())
+        .flat_map_values(lambda v: [v] * (v % 3))
         .map(lambda k, v: (k + "!", v + 1))
+        .flat_map(lambda k, v: [(k, v), (k + "?", -v)])
         .to("out", serdes.String(), serdes.Long())
     )
     return builder.build()
@@ -84,7 +96,7 @@ def test_the_chain_is_found_and_a_breaker_ends_it():
         return task.sink_chain(count)
 
     mappers, sink = chain_of(chain_topology(breaker=False))
-    assert len(mappers) == 5 and sink.startswith("KSTREAM-SINK")
+    assert len(mappers) == 8 and sink.startswith("KSTREAM-SINK")
     assert chain_of(chain_topology(breaker=True)) is None
 
 

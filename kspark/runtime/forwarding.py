@@ -1,0 +1,187 @@
+"""Records from processor to processor and into sinks, one at a time or a list at a time.
+
+A processor forwards to its children; a child that is a sink serializes the record with the
+sink's serdes and appends it to the task's output. Where a processor's output goes down one
+straight line of stateless operators (:class:`~kspark.processor.batch.RecordMapper`) into a
+sink, a list of records (or columns) goes through them at once, with the same output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark.config import StreamsConfig
+from kspark.errors import SerializationError, StreamsError
+from kspark.processor.batch import ColumnMapper, RecordMapper
+from kspark.record_columns import RecordColumns
+from kspark.records import Record
+from kspark.runtime.context import RecordContext
+from kspark.runtime.serialized import Output, OutputBlock, OutputRecord
+from kspark.topology.topology import SinkNode, Topology
+
+#: a straight line below a node: its stateless operators (name, processor) and the sink's name
+SinkChain = tuple[list[tuple[str, RecordMapper]], str]
+
+
+class Forwarding:
+    """The forwarding of one task. ``processors`` and ``children`` are the task's own (filled
+    at its ``init``); what sinks write collects in :attr:`output` until drained."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: StreamsConfig,
+        current: RecordContext,
+        processors: dict[str, Any],
+        children: dict[str, list[str]],
+    ) -> None:
+        self.topology = topology
+        self.config = config
+        self.current = current
+        self.processors = processors
+        self.children = children
+        #: records written by sinks (and dead-letter records) since the last drain
+        self.output: Output = []
+        #: sink node name -> (node, key serde, value serde)
+        self._sinks: dict[str, tuple[SinkNode, Any, Any]] = {}
+        self._chains: dict[str, SinkChain | None] = {}
+
+    def drain(self) -> Output:
+        out, self.output = self.output, []
+        return out
+
+    def forward(self, from_node: str, record: Record, child_name: str | None = None) -> None:
+        """Send ``record`` from ``from_node`` to its children (or the named child)."""
+        if record.timestamp is None:
+            record = record.with_timestamp(self.current.timestamp)
+        children = self.children[from_node]
+        if child_name is not None:
+            if child_name not in children:
+                raise StreamsError(
+                    f"processor {from_node!r} has no child {child_name!r}; children: {children}"
+                )
+            children = [child_name]
+        for child in children:
+            self.deliver(child, record)
+
+    def forward_all(self, from_node: str, records: list[Record]) -> None:
+        """:meth:`forward` each of ``records`` (all timestamped) from ``from_node``, in order;
+        a list at a time down a :meth:`sink_chain`."""
+        chain = self.sink_chain(from_node)
+        if chain is None or any(r.timestamp is None for r in records):
+            for record in records:
+                self.forward(from_node, record)
+            return
+        mappers, sink = chain
+        self._write_sink(sink, self._mapped(mappers, records))
+
+    def forward_columns(self, from_node: str, columns: RecordColumns) -> None:
+        """:meth:`forward_all` of ``columns.records()``. Operators of the sink chain that map
+        columns take them as they are; the records are made only for the first operator that
+        does not, and never when all of them do."""
+        chain = self.sink_chain(from_node)
+        if chain is None:
+            self.forward_all(from_node, columns.records())
+            return
+        mappers, sink = chain
+        for i, (name, processor) in enumerate(mappers):
+            if not isinstance(processor, ColumnMapper):
+                self._write_sink(sink, self._mapped(mappers[i:], columns.records()))
+                return
+            columns = self.current.in_node(name, processor.map_columns, columns)
+        node, key_serde, value_serde = self._sink(sink)  # type: ignore[misc]  # a sink node
+        try:
+            keys = key_serde.serialize_all(columns.keys)
+            values = value_serde.serialize_all(columns.values)
+        except SerializationError:
+            self._write_sink(sink, columns.records())  # the first record's error
+            raise
+        self.output.append(OutputBlock(node.topic, keys, values, columns.timestamps.tolist()))
+
+    def _mapped(self, mappers: list[tuple[str, RecordMapper]], records: list[Record]
+                ) -> list[Record]:
+        for name, processor in mappers:
+            records = self.current.in_node(name, processor.map_batch, records)
+        return records
+
+    def sink_chain(self, node: str) -> SinkChain | None:
+        """The stateless operators and the sink below ``node`` when its output goes down one
+        straight line of them into a sink (every node on it with one child)."""
+        if node in self._chains:
+            return self._chains[node]
+        mappers: list[tuple[str, RecordMapper]] = []
+        chain = None
+        name = node
+        while len(self.children.get(name, ())) == 1:
+            name = self.children[name][0]
+            processor = self.processors.get(name)
+            if processor is None:
+                if isinstance(self.topology.nodes.get(name), SinkNode):
+                    chain = (mappers, name)
+                break
+            if not isinstance(processor, RecordMapper):
+                break
+            mappers.append((name, processor))
+        self._chains[node] = chain
+        return chain
+
+    def _sink(self, name: str) -> tuple[SinkNode, Any, Any] | None:
+        sink = self._sinks.get(name)
+        if sink is None:
+            node = self.topology.nodes[name]
+            if not isinstance(node, SinkNode):
+                return None
+            sink = self._sinks[name] = (
+                node,
+                node.key_serde or self.config.default_key_serde,
+                node.value_serde or self.config.default_value_serde,
+            )
+        return sink
+
+    def _write_sink(self, name: str, records: list[Record]) -> None:
+        sink = self._sink(name)
+        assert sink is not None
+        node, key_serde, value_serde = sink
+        try:
+            keys = key_serde.serialize_all([r.key for r in records])
+            values = value_serde.serialize_all([r.value for r in records])
+        except SerializationError:
+            for record in records:  # raises the first record's error, as record by record
+                self.deliver(name, record)
+            raise
+        topic = node.topic
+        if any(r.headers for r in records):
+            self.output.extend(
+                OutputRecord(topic, k, v, r.timestamp, r.headers)  # type: ignore[arg-type]
+                for k, v, r in zip(keys, values, records)
+            )
+        else:
+            self.output.append(
+                OutputBlock(topic, keys, values, [r.timestamp for r in records])  # type: ignore[arg-type]
+            )
+
+    def deliver(self, name: str, record: Record) -> None:
+        """Hand ``record`` to processor ``name``, or write it if ``name`` is a sink."""
+        processor = self.processors.get(name)
+        if processor is not None:
+            current = self.current
+            previous, previous_ts = current.node, current.timestamp
+            current.node, current.timestamp = name, record.timestamp
+            try:
+                processor.process(record)
+            except Exception:
+                current.failed(name)
+                raise
+            finally:
+                current.node, current.timestamp = previous, previous_ts
+            return
+        sink = self._sink(name)
+        if sink is None:
+            return
+        node, key_serde, value_serde = sink
+        try:
+            key = key_serde.serialize(record.key)
+            value = value_serde.serialize(record.value)
+        except SerializationError as exc:
+            raise SerializationError(f"sink {node.name!r} (topic {node.topic!r}): {exc}") from exc
+        self.output.append(OutputRecord(node.topic, key, value, record.timestamp, record.headers))

@@ -1,0 +1,192 @@
+"""Serialized records as a task reads and writes them: one object each, or as columns.
+
+A task reads :class:`SourceRecord` objects (the test driver) or a :class:`SourceBatch` of columns
+(the Spark stage, without a Python object per record); it writes :class:`OutputRecord` objects
+and :class:`OutputBlock` columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from kspark.records import Headers, RecordMetadata
+
+
+@dataclass(slots=True)
+class SourceRecord:
+    """A serialized input record and where it came from."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers = ()
+
+
+@dataclass(slots=True)
+class OutputRecord:
+    """A serialized record written by a sink (or a changelog / dead-letter record)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers = ()
+
+
+@dataclass(slots=True)
+class OutputBlock:
+    """Serialized records of one sink written at once, as columns (none has headers)."""
+
+    topic: str
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    timestamps: list[int]
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def records(self) -> list[OutputRecord]:
+        topic = self.topic
+        return [OutputRecord(topic, k, v, t)
+                for k, v, t in zip(self.keys, self.values, self.timestamps)]
+
+
+#: what a task writes, in order: single records and blocks of records
+Output = list["OutputRecord | OutputBlock"]
+
+
+def output_records(output: Output) -> list[OutputRecord]:
+    """Every record of ``output``, blocks opened up."""
+    out: list[OutputRecord] = []
+    for part in output:
+        if isinstance(part, OutputBlock):
+            out.extend(part.records())
+        else:
+            out.append(part)
+    return out
+
+
+def output_count(output: Output) -> int:
+    """How many records ``output`` holds."""
+    return sum(len(part) if isinstance(part, OutputBlock) else 1 for part in output)
+
+
+def output_columns(output: Output
+                   ) -> tuple[list[str], list[bytes | None], list[bytes | None], list[int]]:
+    """Topic, key, value and timestamp of every record of ``output`` (headers left out), as
+    columns, without an object per record of a block."""
+    topics: list[str] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    stamps: list[int] = []
+    for part in output:
+        if isinstance(part, OutputBlock):
+            topics.extend([part.topic] * len(part))
+            keys.extend(part.keys)
+            values.extend(part.values)
+            stamps.extend(part.timestamps)
+        else:
+            topics.append(part.topic)
+            keys.append(part.key)
+            values.append(part.value)
+            stamps.append(part.timestamp)
+    return topics, keys, values, stamps
+
+
+#: a column of byte strings as ``(codes, distinct byte strings)``: ``uniques[codes[i]]``, or
+#: null where ``codes[i] == -1`` (each distinct byte string once in ``uniques``)
+Encoded = tuple[np.ndarray, np.ndarray]
+
+
+class SourceBatch:
+    """Serialized input records of one task in processing order, as columns.
+
+    ``topic`` names the topic of every record when they share one; otherwise ``topics`` holds
+    each record's topic. The Spark stage builds one per task and micro-batch without creating a
+    Python object per record; :meth:`records` yields :class:`SourceRecord` objects for the
+    record-by-record path.
+    """
+
+    __slots__ = ("encoded_keys", "encoded_values", "keys", "offsets", "partitions", "timestamps",
+                 "topic", "topics", "values")
+
+    def __init__(
+        self,
+        timestamps: np.ndarray,
+        partitions: np.ndarray,
+        offsets: np.ndarray,
+        keys: np.ndarray,
+        values: np.ndarray,
+        topic: str | None,
+        topics: list[str] | None = None,
+        encoded_keys: Encoded | None = None,
+        encoded_values: Encoded | None = None,
+    ) -> None:
+        self.timestamps = np.asarray(timestamps, dtype=np.int64)
+        self.partitions = np.asarray(partitions, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.keys = keys
+        self.values = values
+        self.topic = topic
+        self.topics = topics
+        #: ``keys`` and ``values`` as codes into their distinct byte strings, when the source
+        #: gives them so (``codes[i] == -1``: null); saves hashing every byte string again
+        self.encoded_keys = encoded_keys
+        self.encoded_values = encoded_values
+
+    @classmethod
+    def from_records(cls, records: Iterable[SourceRecord]) -> SourceBatch:
+        """Columns of ``records`` (headers are not kept: use the records themselves then)."""
+        recs = list(records)
+        topics = [r.topic for r in recs]
+        single = topics[0] if topics and all(t == topics[0] for t in topics) else None
+        keys = np.empty(len(recs), dtype=object)
+        keys[:] = [r.key for r in recs]
+        values = np.empty(len(recs), dtype=object)
+        values[:] = [r.value for r in recs]
+        return cls(
+            np.array([r.timestamp for r in recs], dtype=np.int64),
+            np.array([r.partition for r in recs], dtype=np.int64),
+            np.array([r.offset for r in recs], dtype=np.int64),
+            keys,
+            values,
+            single if single is not None or not recs else None,
+            None if single is not None or not recs else topics,
+        )
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def topic_at(self, i: int) -> str:
+        return self.topic if self.topic is not None else self.topics[i]  # type: ignore[index]
+
+    def metadata(self, i: int) -> RecordMetadata:
+        return RecordMetadata(self.topic_at(i), int(self.partitions[i]), int(self.offsets[i]))
+
+    def record(self, i: int) -> SourceRecord:
+        return SourceRecord(
+            self.topic_at(i),
+            int(self.partitions[i]),
+            int(self.offsets[i]),
+            int(self.timestamps[i]),
+            self.keys[i],
+            self.values[i],
+        )
+
+    def records(self) -> Iterator[SourceRecord]:
+        topics = [self.topic] * len(self) if self.topic is not None else self.topics
+        yield from map(
+            SourceRecord,
+            topics,
+            self.partitions.tolist(),
+            self.offsets.tolist(),
+            self.timestamps.tolist(),
+            self.keys,
+            self.values,
+        )
