@@ -4,7 +4,9 @@ It runs Apache Kafka's own server (``org.apache.kafka:kafka_2.13``, fetched from
 first use and cached, see :mod:`kspark.maven`) in a JVM of its own: one node that is both broker
 and controller (KRaft, no ZooKeeper), its data in a temporary directory that is removed at stop,
 or in ``data_dir`` where it survives. Internal topics (offsets, transactions) have one replica,
-so Kafka transactions and consumer groups work as on a cluster.
+so Kafka transactions and consumer groups work as on a cluster. Topics keep their records
+forever unless they set ``retention.ms`` themselves (Kafka's default is 7 days by record
+timestamp).
 """
 
 from __future__ import annotations
@@ -152,6 +154,9 @@ class EmbeddedBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
+            # records are kept until their topic's own retention deletes them: generated data
+            # with old timestamps would otherwise vanish at the broker's first retention check
+            "log.retention.ms": "-1",
         }
         props.update({k: str(v) for k, v in self.config.items()})
         return props
