@@ -7,15 +7,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
-from kspark.dsl.builder import StreamsBuilder, key_value_store_builder, store_name_for
+from kspark.dsl.graph import key_value_store_builder, store_name_for
+from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.dsl.processors import StreamAggregateProcessor
+from kspark.dsl.windowed_kstream import SessionWindowedKStream, TimeWindowedKStream
 from kspark.serdes import Serde
 from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
 if TYPE_CHECKING:
-    from kspark.dsl.ktable import KTable
-    from kspark.dsl.windowed_kstream import SessionWindowedKStream, TimeWindowedKStream
+    from kspark.dsl.builder import StreamsBuilder
+
 
 
 class KGroupedStream:
@@ -47,8 +49,6 @@ class KGroupedStream:
 
     def _aggregate(self, prefix: str, aggregation: Aggregation,
                    materialized: Materialized | str | None) -> KTable:
-        from kspark.dsl.ktable import KTable
-
         builder = self._builder
         m = as_materialized(materialized)
         store = store_name_for(builder, m, prefix)
@@ -83,8 +83,6 @@ class KGroupedStream:
         """Aggregate per key and window: session windows give a
         :class:`SessionWindowedKStream`, time and sliding windows a
         :class:`TimeWindowedKStream`."""
-        from kspark.dsl.windowed_kstream import SessionWindowedKStream, TimeWindowedKStream
-
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
         if isinstance(windows, TimeWindows | SlidingWindows):

@@ -6,14 +6,16 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kspark.dsl.builder import StreamsBuilder, key_value_store_builder, store_name_for
+from kspark.dsl.graph import key_value_store_builder, store_name_for
 from kspark.dsl.internal_serde import ChangeSerde
+from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.dsl.processors import TableAggregateProcessor
 from kspark.serdes import Serde
 
 if TYPE_CHECKING:
-    from kspark.dsl.ktable import KTable
+    from kspark.dsl.builder import StreamsBuilder
+
 
 
 class KGroupedTable:
@@ -37,8 +39,6 @@ class KGroupedTable:
                    adder: Callable[[Any, Any, Any], Any],
                    subtractor: Callable[[Any, Any, Any], Any],
                    materialized: Materialized | str | None) -> KTable:
-        from kspark.dsl.ktable import KTable
-
         builder = self._builder
         m = as_materialized(materialized)
         store = store_name_for(builder, m, prefix)

@@ -8,18 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.dsl import processors as p
 from kspark.dsl import stateless
-from kspark.dsl.builder import (
-    StreamsBuilder,
-    key_value_store_builder,
-    optional_serde,
-    store_name_for,
-)
+from kspark.dsl.graph import key_value_store_builder, optional_serde, store_name_for
+from kspark.dsl.kgrouped_stream import KGroupedStream
+from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde
 
 if TYPE_CHECKING:
-    from kspark.dsl.kgrouped_stream import KGroupedStream
-    from kspark.dsl.ktable import KTable
+    from kspark.dsl.builder import StreamsBuilder
 
 
 class KStream:
@@ -129,8 +125,6 @@ class KStream:
     def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:
         """Group by the current key; repartitions only if an upstream operator may have
         changed the key. The serdes are used for that repartition topic."""
-        from kspark.dsl.kgrouped_stream import KGroupedStream
-
         key_serde = optional_serde(key_serde)
         return KGroupedStream(self._builder, self._node, self._repartition_required,
                               key_serde, optional_serde(value_serde),
@@ -140,8 +134,6 @@ class KStream:
     def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedStream:
         """Group by ``selector(key, value)``; always goes through a repartition topic."""
-        from kspark.dsl.kgrouped_stream import KGroupedStream
-
         name = self._builder.new_name("KSTREAM-KEY-SELECT-")
         self._builder.topology.add_processor(name, partial(stateless.SelectKeyProcessor, selector),
                                              self._node)
@@ -152,8 +144,6 @@ class KStream:
     def to_table(self, materialized: Materialized | str | None = None) -> KTable:
         """The stream read as upserts into a table (``None`` values delete; null keys are
         dropped and counted). Repartitions first if the key may have changed."""
-        from kspark.dsl.ktable import KTable
-
         builder = self._builder
         m = as_materialized(materialized)
         name = builder.new_name("KSTREAM-TOTABLE-")

@@ -7,20 +7,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kspark.dsl import processors as p
-from kspark.dsl.builder import (
-    StreamsBuilder,
-    key_value_store_builder,
-    optional_serde,
-    store_name_for,
-)
+from kspark.dsl.graph import key_value_store_builder, optional_serde, store_name_for
 from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.dsl.suppress import Suppressed, SuppressProcessor, suppress_store_builder
 from kspark.errors import TopologyError
 from kspark.serdes import Serde
 
 if TYPE_CHECKING:
+    from kspark.dsl.builder import StreamsBuilder
     from kspark.dsl.kgrouped_table import KGroupedTable
     from kspark.dsl.kstream import KStream
-    from kspark.dsl.suppress import Suppressed
 
 
 class KTable:
@@ -103,23 +99,19 @@ class KTable:
 
     def to_stream(self) -> KStream:
         """The stream of updates: each change's new value (``None`` for a delete)."""
-        from kspark.dsl.kstream import KStream
-
         name = self._builder.new_name("KTABLE-TOSTREAM-")
         self._builder.topology.add_processor(name, p.TableToStreamProcessor, self._node)
-        return KStream(self._builder, name, self._key_serde, self._value_serde, False)
+        return self._builder.new_kstream(name, self._key_serde, self._value_serde, False)
 
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedTable:
         """Re-group rows by ``selector(key, value) -> (group_key, group_value)``; the
         aggregation reads the re-keyed changes from a repartition topic."""
-        from kspark.dsl.kgrouped_table import KGroupedTable
-
         name = self._builder.new_name("KTABLE-SELECT-")
         self._builder.topology.add_processor(
             name, partial(p.TableRepartitionMapProcessor, selector), self._node)
-        return KGroupedTable(self._builder, name, optional_serde(key_serde),
-                             optional_serde(value_serde))
+        return self._builder.new_grouped_table(name, optional_serde(key_serde),
+                                               optional_serde(value_serde))
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Hold back updates per :class:`~kspark.dsl.suppress.Suppressed`: until a window
@@ -127,8 +119,6 @@ class KTable:
 
         The node is ``KTABLE-SUPPRESS-<index>`` with store ``KTABLE-SUPPRESS-STATE-STORE-<index>``,
         or ``<name>`` / ``<name>-store`` for ``Suppressed.with_name(name)``."""
-        from kspark.dsl.suppress import Suppressed, SuppressProcessor, suppress_store_builder
-
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress needs a Suppressed, got {suppressed!r}")
         # until_window_closes waits for the windows' grace (sessions: gap + grace); a time

@@ -16,16 +16,23 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
-from kspark.dsl.builder import store_name_for
+from kspark.dsl.graph import store_name_for
+from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
+from kspark.dsl.sliding_window_aggregate import (
+    SlidingWindowAggregateProcessor,
+    sliding_window_store_builder,
+)
+from kspark.dsl.time_window_aggregate import (
+    TimeWindowAggregateProcessor,
+    time_window_store_builder,
+)
 from kspark.serdes import Serde, SessionWindowed, TimeWindowed
 from kspark.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 
 if TYPE_CHECKING:
     from kspark.dsl.kgrouped_stream import KGroupedStream
-    from kspark.dsl.ktable import KTable
-
-
 
 
 def _windowed_serde(grouped: KGroupedStream,
@@ -53,8 +60,6 @@ class _WindowedKStream:
                make_processor: Callable[[str], Any],
                make_store: Callable[[str, Materialized | None], Any],
                suppress_duration_ms: int, key_serde: Serde | None) -> KTable:
-        from kspark.dsl.ktable import KTable
-
         grouped = self._grouped
         builder = grouped._builder
         m = as_materialized(materialized)
@@ -78,11 +83,6 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def _session(self, prefix: str, aggregation: Aggregation,
                  materialized: Materialized | str | None) -> KTable:
-        from kspark.dsl.session_aggregate import (
-            SessionWindowAggregateProcessor,
-            session_store_builder,
-        )
-
         w = self._windows
         emit = self._emit_strategy
         return self._build(
@@ -124,20 +124,12 @@ class TimeWindowedKStream(_WindowedKStream):
         w = self._windows
         emit = self._emit_strategy
         size = w.time_difference_ms if isinstance(w, SlidingWindows) else w.size_ms
+        processor: Any
+        store_builder: Any
         if isinstance(w, SlidingWindows):
-            from kspark.dsl.sliding_window_aggregate import (
-                SlidingWindowAggregateProcessor as processor,
-            )
-            from kspark.dsl.sliding_window_aggregate import (
-                sliding_window_store_builder as store_builder,
-            )
+            processor, store_builder = SlidingWindowAggregateProcessor, sliding_window_store_builder
         else:
-            from kspark.dsl.time_window_aggregate import (
-                TimeWindowAggregateProcessor as processor,  # type: ignore[assignment]
-            )
-            from kspark.dsl.time_window_aggregate import (
-                time_window_store_builder as store_builder,  # type: ignore[assignment]
-            )
+            processor, store_builder = TimeWindowAggregateProcessor, time_window_store_builder
         return self._build(
             prefix, materialized,
             lambda store: partial(processor, store, w, aggregation, emit),

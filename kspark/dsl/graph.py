@@ -1,0 +1,91 @@
+"""The graph the DSL builds: node and store naming, the topology, repartition topics.
+
+Node names follow Kafka Streams: ``<PREFIX><10-digit index>`` with one counter per builder
+(``KSTREAM-SOURCE-0000000000``, ``KSTREAM-FILTER-0000000001``, ...). Unnamed stores are called
+``<PREFIX>STATE-STORE-<index>`` (e.g. ``KSTREAM-AGGREGATE-STATE-STORE-0000000002``); a table
+read with ``builder.table`` gets ``<topic>-STATE-STORE-<index>``. Re-keyed data reaches a
+stateful operator through the repartition topic ``<store or node name>-repartition``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from kspark.dsl.internal_serde import Pickle
+from kspark.dsl.materialized import Materialized
+from kspark.dsl.processors import DropNullKeyProcessor
+from kspark.serdes import Serde, as_serde
+from kspark.state.builders import StoreBuilder, Stores
+from kspark.topology.topology import Topology
+
+REPARTITION_SUFFIX = "-repartition"
+
+
+def optional_serde(serde: Any) -> Serde | None:
+    return None if serde is None else as_serde(serde)
+
+
+class DslGraph:
+    """The topology under construction and the names of its nodes and stores."""
+
+    def __init__(self) -> None:
+        self._topology = Topology()
+        self._index = 0
+
+    # -- naming ------------------------------------------------------------------------------
+    def new_name(self, prefix: str) -> str:
+        """``prefix`` + the next index as 10 digits (``KSTREAM-MAP-0000000003``)."""
+        name = f"{prefix}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def new_store_name(self, prefix: str) -> str:
+        """A generated store name: ``prefix`` + ``STATE-STORE-`` + the next index."""
+        return self.new_name(f"{prefix}STATE-STORE-")
+
+    @property
+    def topology(self) -> Topology:
+        """The topology being built (the same object :meth:`build` returns)."""
+        return self._topology
+
+    # -- repartition topics ------------------------------------------------------------------
+    def repartition(self, parent: str, prefix: str, key_serde: Serde | None,
+                    value_serde: Serde | None, *, drop_null_keys: bool = True) -> str:
+        """Route ``parent``'s records through the internal topic ``<prefix>-repartition``:
+        (a null-key filter,) a sink, and a new source, which starts a new sub-topology.
+        Serdes default to :class:`~kspark.dsl.internal_serde.Pickle`. Returns the source."""
+        topic = prefix + REPARTITION_SUFFIX
+        sink = self.new_name("KSTREAM-SINK-")
+        topo = self._topology
+        if drop_null_keys:
+            filter_name = self.new_name("KSTREAM-FILTER-")
+            topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic), parent)
+            parent = filter_name
+        source = self.new_name("KSTREAM-SOURCE-")
+        key_serde = key_serde or Pickle()
+        value_serde = value_serde or Pickle()
+        topo.add_sink(sink, topic, parent, key_serde=key_serde, value_serde=value_serde)
+        topo.internal_topics[topic] = None
+        topo.add_source(source, topic, key_serde, value_serde)
+        return source
+
+
+def _named(m: Materialized | None) -> bool:
+    return m is not None and m.name is not None
+
+
+def key_value_store_builder(name: str, materialized: Materialized | None) -> StoreBuilder:
+    """The key-value store behind a KTable: caching and logging on unless ``materialized``
+    turns them off."""
+    m = materialized or Materialized()
+    return Stores.key_value_store(name, key_serde=m.key_serde, value_serde=m.value_serde,
+                                  caching=m.caching, logging=m.logging)
+
+
+def store_name_for(builder: DslGraph, materialized: Materialized | None,
+                   prefix: str) -> str:
+    """The user's store name, or a generated ``<prefix>STATE-STORE-<index>``."""
+    if materialized is not None and materialized.name:
+        return materialized.name
+    return builder.new_store_name(prefix)
