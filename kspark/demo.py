@@ -129,15 +129,16 @@ def _tail(bootstrap: str, changelog: str, keys: _Sessions, progress: _Progress,
     try:
         while not stop.is_set():
             for m in consumer.consume(10_000, 0.2):
-                if m.error():
+                key = m.key()
+                if m.error() or key is None:
                     continue
                 with progress.lock:
                     if m.topic() == COUNTS:
-                        progress.closed.add(keys.closed(m.key()))
+                        progress.closed.add(keys.closed(key))
                     elif m.value() is None:
-                        progress.live.discard(keys.stored(m.key()))
+                        progress.live.discard(keys.stored(key))
                     else:
-                        progress.live.add(keys.stored(m.key()))
+                        progress.live.add(keys.stored(key))
     finally:
         consumer.close()
 

@@ -72,6 +72,15 @@ class Record:
         return Record(self.key, self.value, self.timestamp, to_headers(headers))
 
 
+def event_time(record: Record) -> int:
+    """The timestamp of a record a processor is given: the task has set it (a record forwarded
+    without one takes the timestamp of the record or punctuation being processed)."""
+    ts = record.timestamp
+    if ts is None:
+        raise ValueError(f"record without a timestamp: {record!r:.200}")
+    return ts
+
+
 @dataclass(frozen=True, slots=True)
 class RecordMetadata:
     """Where the record being processed came from; ``None`` inside a punctuation."""

@@ -242,7 +242,7 @@ def _windowed_columns(serde: Any, keys: WindowedKeys, fields: tuple[np.ndarray, 
     return [encoded[c] + raw[i * width:(i + 1) * width] for i, c in enumerate(codes)]
 
 
-def _windowed_all(serde: Any, values: list[Any], suffix: Any) -> list[bytes | None]:
+def _windowed_all(serde: Any, values: Sequence[Any], suffix: Any) -> list[bytes | None]:
     """``serde.serialize`` of each ``Windowed`` value, serializing each distinct inner key once
     (any other value, or an unhashable key, goes through ``serialize``)."""
     inner, serialize = serde.inner.serialize, serde.serialize

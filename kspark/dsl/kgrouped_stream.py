@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.graph import key_value_store_builder, store_name_for
@@ -76,6 +76,12 @@ class KGroupedStream:
         """Per key: ``aggregator(key, value, agg)`` starting from ``initializer()``."""
         return self._aggregate("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
                                materialized)
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
 
     def windowed_by(
         self, windows: SessionWindows | TimeWindows | SlidingWindows

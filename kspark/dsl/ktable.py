@@ -135,7 +135,7 @@ class KTable:
         store = (f"{suppressed.name}-store" if suppressed.name
                  else builder.new_store_name("KTABLE-SUPPRESS-"))
         topo = builder.topology
-        topo.add_processor(name, partial(SuppressProcessor, suppressed, store, duration),
-                           self._node)
+        topo.add_processor(name, partial(SuppressProcessor, suppressed, store, duration,
+                                         key_serde=self._key_serde), self._node)
         topo.add_state_store(suppress_store_builder(store), name)
         return self._derive(name, value_serde=self._value_serde)

@@ -16,7 +16,7 @@ from kspark.dsl.stateless import OneToOne, pair
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import ColumnMapper
 from kspark.record_columns import NewValues, RecordColumns
-from kspark.records import Change, Record
+from kspark.records import Change, Record, event_time
 from kspark.state.key_value import InMemoryKeyValueStore
 
 
@@ -81,7 +81,7 @@ class _StoreProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store: InMemoryKeyValueStore = context.get_state_store(self.store_name)  # type: ignore[assignment]
+        self.store: InMemoryKeyValueStore = context.get_state_store(self.store_name)
         self.writer = TableWriter(context, self.store)
 
 
@@ -94,7 +94,7 @@ class TableSourceProcessor(_StoreProcessor):
             drop_null(self.context, record, "key", f"for table store {self.store_name!r}")
             return
         old = self.store.get(record.key)
-        self.writer.put(record.key, record.value, old, record.timestamp)
+        self.writer.put(record.key, record.value, old, event_time(record))
 
 
 class _TableValueProcessor(Processor):
@@ -107,7 +107,7 @@ class _TableValueProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         if self.store_name is not None:
-            self.writer = TableWriter(context, context.get_state_store(self.store_name))  # type: ignore[arg-type]
+            self.writer = TableWriter(context, context.get_state_store(self.store_name))
 
     def compute(self, key: Any, value: Any) -> Any:
         raise NotImplementedError
@@ -117,7 +117,7 @@ class _TableValueProcessor(Processor):
         new = self.compute(record.key, change.new_value)
         if self.writer is not None:
             old = self.writer.store.get(record.key)
-            self.writer.put(record.key, new, old, record.timestamp)
+            self.writer.put(record.key, new, old, event_time(record))
             return
         old = self.compute(record.key, change.old_value)
         if new is None and old is None:
@@ -221,12 +221,12 @@ class StreamAggregateProcessor(_StoreProcessor):
         old = self.store.get_with_timestamp(key)
         if old is None:
             new = self.aggregator(key, value, self.initializer())
-            ts = record.timestamp
+            ts = event_time(record)
             old_value = None
         else:
             old_value = old.value
             new = self.aggregator(key, value, old_value)
-            ts = max(record.timestamp, old.timestamp)
+            ts = max(event_time(record), old.timestamp)
         self.writer.put(key, new, old_value, ts)
 
 
@@ -254,10 +254,10 @@ class TableAggregateProcessor(_StoreProcessor):
             return
         old = self.store.get_with_timestamp(key)
         old_agg = None if old is None else old.value
-        ts = record.timestamp
-        if change.old_value is not None and old_agg is not None:
+        ts = event_time(record)
+        if old is not None and change.old_value is not None and old_agg is not None:
             inter = self.subtractor(key, change.old_value, old_agg)
-            ts = max(ts, old.timestamp)  # type: ignore[union-attr]
+            ts = max(ts, old.timestamp)
         else:
             inter = old_agg
         if change.new_value is not None:

@@ -37,7 +37,7 @@ from kspark.dsl.time_window_aggregate import (
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import BatchProcessor, RecordBatch, StreamTimeFollower
 from kspark.record_columns import NewValues, RecordColumns, WindowedKeys
-from kspark.records import Change, Record
+from kspark.records import Change, Record, event_time
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.state.session import InMemorySessionStore
 from kspark.windows import EmitStrategy, EmitType, SessionWindows, Window, Windowed
@@ -110,7 +110,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
     def process(self, record: Record) -> None:
         if drop_null(self.context, record):
             return
-        key, ts = record.key, record.timestamp
+        key, ts = record.key, event_time(record)
         gap = self.windows.inactivity_gap_ms
         observed = observe(self.state, ts)
         close = observed - self.windows.grace_ms - gap
@@ -502,11 +502,11 @@ class SessionBatch:
                     seq += 1
             agg = aggregator(key, value, agg)
             window = (end, start)
-            old = sessions.get(window)
-            if old is not None:
-                self._ended(key, window, old, p)
+            replaced = sessions.get(window)
+            if replaced is not None:
+                self._ended(key, window, replaced, p)
             sessions[window] = [agg, p, end]
-            changes.append((p, seq, window, None if old is None else old[0], agg, end))
+            changes.append((p, seq, window, None if replaced is None else replaced[0], agg, end))
             seq += 1
         # the store: stored sessions of the group removed, the group's sessions put back
         self.removes.setdefault(code, []).extend((end, start) for end, start, _, _ in reached)
@@ -580,7 +580,7 @@ class SessionBatch:
                 return base[cl] + (idx - first_of + 1)
         value_of = self.view.values.value
         out: list[Any] = [None] * len(cl)
-        agg: Any = None
+        agg = None
         for i in np.flatnonzero(good).tolist():
             c = int(cl[i])
             key = keys[int(cl_code[c])]
@@ -729,10 +729,10 @@ class SessionBatch:
         # (at, end, start, key code, aggregate) of each forwarded version, as columns
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Any]]] = []
         if versions:
-            created, removed, ends, starts = (
+            created, removed_at, ends, starts = (
                 np.array([v[f] for v in versions], dtype=np.int64) for f in range(4)
             )
-            hit = np.flatnonzero(self._emitted(created, removed, ends))
+            hit = np.flatnonzero(self._emitted(created, removed_at, ends))
             parts.append((
                 np.searchsorted(self.close, ends[hit], "right"),
                 ends[hit],

@@ -23,7 +23,7 @@ from kspark.dsl.time_window_aggregate import (
     observe,
     resolve_retention,
 )
-from kspark.records import Record, ValueAndTimestamp
+from kspark.records import Record, ValueAndTimestamp, event_time
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import SlidingWindows, Window, Windowed
 
@@ -64,7 +64,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase):
     def process(self, record: Record) -> None:
         if drop_null(self.context, record):
             return
-        ts = record.timestamp
+        ts = event_time(record)
         diff = self.windows.time_difference_ms
         observed = observe(self.state, ts)
         close = observed - self.windows.grace_ms
@@ -88,7 +88,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase):
         if window.end < self._close:
             drop_expired(self.context, record, window, self._close, self._observed)
             return
-        ts = record.timestamp
+        ts = event_time(record)
         if base is None:
             agg, new_ts = self.initializer(), ts
         else:
@@ -99,38 +99,42 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase):
 
     def _create_right_window(self, record: Record, content: ValueAndTimestamp) -> None:
         """Store the record's right window holding ``content`` (the records after it)."""
-        start = record.timestamp + 1
+        start = event_time(record) + 1
         window = Window(start, start + self.windows.time_difference_ms)
         self.store.put(record.key, content.value, start, content.timestamp)
         self.forward_update(Windowed(record.key, window), content.value, None, content.timestamp)
 
     def _process_in_order(self, record: Record) -> None:
-        key, ts = record.key, record.timestamp
+        """Kafka Streams' ``processReverse`` (the path it takes with its built-in stores, which
+        all iterate backwards): the record's existing windows newest first, so a record updates
+        its right windows before its left window, and stops early when its left window already
+        holds a record at its timestamp."""
+        key, ts = record.key, event_time(record)
         diff = self.windows.time_difference_ms
         starts: set[int] = set()
         left_agg: ValueAndTimestamp | None = None
         right_agg: ValueAndTimestamp | None = None
         left_exists = right_exists = False
         previous_ts: int | None = None
-        for start, stored in self.store.fetch_range_with_timestamps(
-            key, max(0, ts - 2 * diff), ts + 1
-        ):
+        found = list(self.store.fetch_range_with_timestamps(key, max(0, ts - 2 * diff), ts + 1))
+        for start, stored in reversed(found):
             starts.add(start)
             end = start + diff
-            if end < ts:
-                left_agg, previous_ts = stored, stored.timestamp
+            if start == ts + 1:
+                right_exists = True
+            elif end > ts:
+                if right_agg is None:
+                    right_agg = stored
+                self._update(record, start, stored, stored.value)
             elif end == ts:
                 left_exists = True
-                if stored.timestamp < ts:
-                    previous_ts = stored.timestamp
                 self._update(record, start, stored, stored.value)
-            elif start <= ts:
-                right_agg = stored
-                self._update(record, start, stored, stored.value)
-            elif start == ts + 1:
-                right_exists = True
-            else:  # pragma: no cover - the fetch range excludes it
-                raise AssertionError(f"unexpected sliding window start {start} for record {ts}")
+                if stored.timestamp >= ts:
+                    return  # its windows exist already: nothing to create
+                previous_ts = stored.timestamp
+            else:
+                left_agg, previous_ts = stored, stored.timestamp
+                break
         # the previous record's right window, if the record falls into it and it is missing
         if previous_ts is not None:
             previous_right = previous_ts + 1
@@ -147,7 +151,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase):
 
     def _process_early(self, record: Record) -> None:
         """A record with ``ts < diff``: its left window is ``[0, diff]``."""
-        key, ts = record.key, record.timestamp
+        key, ts = record.key, event_time(record)
         combined: ValueAndTimestamp | None = None
         right_agg: ValueAndTimestamp | None = None
         right_exists = False

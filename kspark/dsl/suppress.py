@@ -10,16 +10,18 @@
 
 ``observed`` is the largest record timestamp the suppression has seen. A released record is
 ``Change(latest new value, value before the first buffered change)`` with the timestamp and
-headers of the latest buffered record. Keys are released in buffered-time order (ties: arrival
-order).
+headers of the latest buffered record. Keys are released in buffered-time order; ties go by
+the key's serialized bytes when the table's key serde is known (as Kafka Streams' buffer, which
+orders ``(time, key bytes)``), else by arrival.
 
 A bounded buffer (``max_records`` / ``max_bytes``) that overflows either releases its oldest
 keys early (``emit_early_when_full``, the default of a bounded buffer) or stops processing with
 :class:`~kspark.errors.BufferFullError` (``shut_down_when_full``). The size of a buffered key is
 estimated as ``len(pickle.dumps(key)) + len(pickle.dumps(value))`` of its latest new value.
 
-The buffer lives in a key-value store (logged, not cached) keyed by ``(buffered_time, seqnum)``,
-so it survives restarts; observed stream time and the next seqnum are in ``processor_state``.
+The buffer lives in a key-value store (logged, not cached) keyed by ``(buffered_time, key bytes
+or b"", seqnum)``, so it survives restarts; observed stream time and the next seqnum are in
+``processor_state``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from kspark._duration import Duration, to_ms
 from kspark.errors import BufferFullError
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
-from kspark.records import Change, Headers, Record
+from kspark.records import Change, Headers, Record, event_time
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import Windowed
 
@@ -165,7 +167,7 @@ def suppress_store_builder(store_name: str) -> StoreBuilder:
 
 
 class _Buffered(NamedTuple):
-    """A buffered key's latest update, stored under ``(buffered_time, seqnum)``."""
+    """A buffered key's latest update, stored under ``(buffered_time, key bytes, seqnum)``."""
 
     key: Any
     new_value: Any
@@ -190,7 +192,8 @@ class SuppressProcessor(Processor, StreamTimeFollower):
     grace), required; for ``until_time_limit`` ``None`` means the suppression's time limit."""
 
     def __init__(
-        self, suppressed: Suppressed, store_name: str, suppress_duration_ms: int | None = None
+        self, suppressed: Suppressed, store_name: str, suppress_duration_ms: int | None = None,
+        key_serde: Any = None,
     ) -> None:
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppressed must be a Suppressed, got {suppressed!r}")
@@ -209,6 +212,8 @@ class SuppressProcessor(Processor, StreamTimeFollower):
         self.max_bytes = config.bytes_limit
         self.emit_early = config.emits_early
         self.drop_tombstones = suppressed.until_window_close
+        #: orders keys buffered at the same time by their bytes, as Kafka Streams does
+        self.key_serde = key_serde
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -217,7 +222,8 @@ class SuppressProcessor(Processor, StreamTimeFollower):
         #: buffer keys ``(buffered_time, seqnum)`` in release order, and key -> buffer key;
         #: read from the store on the first record (after a restart too)
         self._order: SortedList = SortedList()
-        self._index: dict[Any, tuple[int, int]] = {}
+        #: key -> its buffer slot ``(buffered time, key bytes, sequence number)``
+        self._index: dict[Any, tuple[int, bytes, int]] = {}
         self._bytes = 0
         self._loaded = False
 
@@ -249,7 +255,7 @@ class SuppressProcessor(Processor, StreamTimeFollower):
         if not self._loaded:
             self._load()
         change = record.value if isinstance(record.value, Change) else Change(record.value, None)
-        ts = record.timestamp
+        ts = event_time(record)
         observed = max(self.state.get(OBSERVED, -1), ts)
         self.state[OBSERVED] = observed
         size = _size(key, change.new_value)
@@ -266,7 +272,8 @@ class SuppressProcessor(Processor, StreamTimeFollower):
                 buffered_time = ts
             seq = self.state.get(SEQNUM, 0)
             self.state[SEQNUM] = seq + 1
-            slot = (buffered_time, seq)
+            tie = b"" if self.key_serde is None else self.key_serde.serialize(key)
+            slot = (buffered_time, tie, seq)
             prior = change.old_value
             self._order.add(slot)
             self._index[key] = slot
@@ -327,7 +334,9 @@ class SuppressProcessor(Processor, StreamTimeFollower):
         self.store.delete(slot)
         del self._index[entry.key]
         self._bytes -= entry.size
-        if entry.new_value is None and (self.drop_tombstones or entry.prior_value is None):
+        # only final results drop tombstones; a time limit releases a delete even when the key
+        # had no value before it was buffered (Change(None, None)), as Kafka Streams does
+        if entry.new_value is None and self.drop_tombstones:
             return
         self.context.forward(
             Record(

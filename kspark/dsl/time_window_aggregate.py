@@ -20,9 +20,9 @@ from kspark.dsl.aggregations import Aggregation
 from kspark.dsl.processors import change_forwarder
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
-from kspark.records import Change, Record
+from kspark.records import Change, Record, event_time
 from kspark.state.builders import StoreBuilder, Stores
-from kspark.windows import EmitStrategy, EmitType, TimeWindows, Window, Windowed
+from kspark.windows import EmitStrategy, EmitType, SlidingWindows, TimeWindows, Window, Windowed
 
 #: ``processor_state`` keys (persisted with the task across restarts).
 OBSERVED = "observed_stream_time"
@@ -131,11 +131,12 @@ class WindowedAggregateBase(Processor, StreamTimeFollower):
 
     #: the windows class the aggregation takes
     windows_type: type = object
+    windows: TimeWindows | SlidingWindows
 
     def __init__(
         self,
         store_name: str,
-        windows: Any,
+        windows: TimeWindows | SlidingWindows,
         aggregation: Aggregation,
         emit_strategy: EmitStrategy | None = None,
     ) -> None:
@@ -227,7 +228,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateBase):
     def process(self, record: Record) -> None:
         if drop_null(self.context, record):
             return
-        key, value, ts = record.key, record.value, record.timestamp
+        key, value, ts = record.key, record.value, event_time(record)
         observed = observe(self.state, ts)
         close = observed - self.windows.grace_ms
         # Closed windows are collected before this record writes the store: its writes only

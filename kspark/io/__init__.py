@@ -35,6 +35,7 @@ def kafka(
     fail_on_data_loss: bool = True,
     create: bool = True,
     config: dict[str, Any] | None = None,
+    source: str = "auto",
 ) -> KafkaTopic:
     """A topic on a Kafka cluster (source or sink); see :class:`KafkaTopic`."""
     return KafkaTopic(
@@ -47,6 +48,7 @@ def kafka(
         fail_on_data_loss,
         create,
         dict(config or {}),
+        source=source,
     )
 
 

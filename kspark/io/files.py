@@ -169,7 +169,7 @@ def file_rows(
     parts: list[int] = []
     if fmt in ("jsonl", "kspark"):
         with open(path, encoding="utf-8") as f:
-            rows = []
+            rows: list[Any] = []
             for line_no, line in enumerate(f):
                 if not line.strip():
                     rows.append(None)

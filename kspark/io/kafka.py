@@ -28,6 +28,9 @@ from kspark.kafka.admin import (
 )
 from kspark.kafka.sink import Rows, TransactionalWriter, marker_topic
 
+#: how a source topic may be read: kspark's source, Spark's connector, or the faster one here
+SOURCES = ("auto", "kspark", "spark")
+
 #: per application object: its transactional writer for each Kafka cluster it writes to
 _writers: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], TransactionalWriter]] = (
     weakref.WeakKeyDictionary()
@@ -55,7 +58,11 @@ class KafkaTopic:
     ``max_records_per_trigger`` caps a micro-batch. ``fail_on_data_loss=False`` skips (and
     counts) records deleted before they were read instead of stopping. ``create=False`` only
     verifies that the topics kspark writes exist as needed. ``config``: librdkafka settings for
-    every client (security, timeouts...).
+    every client (security, timeouts...). ``source`` reads a source topic with: "kspark",
+    kspark's Python source ``kspark_kafka``; "spark", Spark's Kafka connector
+    (``format("kafka")``, which a session of ``local_spark`` loads when it can fetch it; with
+    ``config`` going to its Java clients); "auto" (the default), kspark's source, which read a
+    topic faster than the connector in ``benchmarks/kafka_read_rate.py``.
     """
 
     bootstrap_servers: str
@@ -67,8 +74,12 @@ class KafkaTopic:
     fail_on_data_loss: bool = True
     create: bool = True
     config: dict[str, Any] = field(default_factory=dict)
+    source: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(
+                f"kafka topic: source must be one of {', '.join(SOURCES)}: {self.source!r}")
         if self.topic is not None and self.pattern is not None:
             raise ValueError("kafka topic: give topic or pattern, not both")
         if self.partitions is not None and self.partitions < 1:
@@ -96,6 +107,7 @@ class KafkaTopic:
             return self._resolved
         if self.partitions:
             return self.partitions
+        counts: dict[str, int] | dict[str, int | None]
         if self.pattern is not None:
             counts = matching_topics(self.bootstrap_servers, self.pattern, self.config)
         elif self.topic is None and self._name is None:
@@ -175,16 +187,6 @@ class KafkaTopic:
         for key, value in self.config.items():
             opts[f"kafka.{key}"] = str(value)
         return opts
-
-    def read_stream(self, spark: Any, topic: str) -> Any:
-        """The topic as a streaming DataFrame in kspark's input layout (rows named ``topic``)."""
-        from kspark.spark.kafka_source import kafka_input_frame
-
-        self._name = self._name or topic
-        reader = spark.readStream.format("kspark_kafka")
-        for key, value in self.source_options(topic).items():
-            reader = reader.option(key, value)
-        return kafka_input_frame(reader.load(), topic)
 
     def write_batch(self, batch_id: int, records: Rows) -> None:
         """Stage one micro-batch's ``(key, value, timestamp, partition)`` records in the

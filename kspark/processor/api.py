@@ -10,7 +10,7 @@ from kspark.processor.punctuation import Cancellable, PunctuationType, check_int
 from kspark.records import Record, RecordMetadata
 
 if TYPE_CHECKING:
-    from kspark.state.base import StoreBase
+    pass
 
 
 class Processor:
@@ -73,7 +73,7 @@ class ProcessorContext:
         self._slots += 1
         return self._task.schedule(self._node, slot, interval_ms, type, callback)
 
-    def get_state_store(self, name: str) -> StoreBase:
+    def get_state_store(self, name: str) -> Any:
         return self._task.get_state_store(self._node, name)
 
     def current_stream_time_ms(self) -> int:

@@ -68,8 +68,9 @@ class BatchView:
 
     def process_exact(self, i: int, process: Callable[[Record], None]) -> None:
         """Run record ``i`` through ``process`` as the record-by-record path would deliver it."""
-        rec = Record(self.keys.value(i), self.values.value(i), int(self.timestamps[i]))
-        self.task.current.run_in(self.node, rec.timestamp, self._enter(i), lambda: process(rec))
+        ts = int(self.timestamps[i])
+        rec = Record(self.keys.value(i), self.values.value(i), ts)
+        self.task.current.run_in(self.node, ts, self._enter(i), lambda: process(rec))
 
     def run_at(self, i: int, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` in the processor's context while record ``i`` is being processed."""

@@ -8,7 +8,7 @@ sink, a list of records (or columns) goes through them at once, with the same ou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from kspark.config import StreamsConfig
 from kspark.errors import SerializationError, StreamsError
@@ -150,23 +150,24 @@ class Forwarding:
                 self.deliver(name, record)
             raise
         topic = node.topic
+        stamps = cast(list[int], [r.timestamp for r in records])  # all set (forward_all)
         if any(r.headers for r in records):
             self.output.extend(
-                OutputRecord(topic, k, v, r.timestamp, r.headers)  # type: ignore[arg-type]
-                for k, v, r in zip(keys, values, records)
+                OutputRecord(topic, k, v, ts, r.headers)
+                for k, v, ts, r in zip(keys, values, stamps, records)
             )
         else:
-            self.output.append(
-                OutputBlock(topic, keys, values, [r.timestamp for r in records])  # type: ignore[arg-type]
-            )
+            self.output.append(OutputBlock(topic, keys, values, stamps))
 
     def deliver(self, name: str, record: Record) -> None:
-        """Hand ``record`` to processor ``name``, or write it if ``name`` is a sink."""
+        """Hand ``record`` (timestamped: :meth:`forward` sets it) to processor ``name``, or
+        write it if ``name`` is a sink."""
+        ts = cast(int, record.timestamp)
         processor = self.processors.get(name)
         if processor is not None:
             current = self.current
             previous, previous_ts = current.node, current.timestamp
-            current.node, current.timestamp = name, record.timestamp
+            current.node, current.timestamp = name, ts
             try:
                 processor.process(record)
             except Exception:
@@ -184,4 +185,4 @@ class Forwarding:
             value = value_serde.serialize(record.value)
         except SerializationError as exc:
             raise SerializationError(f"sink {node.name!r} (topic {node.topic!r}): {exc}") from exc
-        self.output.append(OutputRecord(node.topic, key, value, record.timestamp, record.headers))
+        self.output.append(OutputRecord(node.topic, key, value, ts, record.headers))

@@ -180,7 +180,7 @@ class SourceBatch:
         )
 
     def records(self) -> Iterator[SourceRecord]:
-        topics = [self.topic] * len(self) if self.topic is not None else self.topics
+        topics = [self.topic] * len(self) if self.topic is not None else (self.topics or [])
         yield from map(
             SourceRecord,
             topics,

@@ -9,6 +9,7 @@ and the batch path's view (:mod:`kspark.runtime.batch_view`) have modules of the
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any
 
 from kspark.config import LOG_AND_CONTINUE, StreamsConfig
@@ -154,9 +155,8 @@ class Task:
                 processor = node.supplier()
                 self.processors[name] = processor
         for name, processor in self.processors.items():
-            self.current.run_in(
-                name, -1, None, lambda p=processor, n=name: p.init(ProcessorContext(self, n))
-            )
+            context = ProcessorContext(self, name)
+            self.current.run_in(name, -1, None, partial(processor.init, context))
         self._initialized = True
 
     def close(self) -> None:
@@ -261,7 +261,7 @@ class Task:
         views = [BatchView(self, child, batch, keys, values) for child in children]
         initial_stream_time = self.stream_time
         final_stream_time = int(views[0].stream_times[-1])
-        counts = []
+        counts: list[int] = []
         try:
             for fast, view in zip(fasts, views):
                 handled = fast.process_batch(view)  # type: ignore[union-attr]  # checked above
@@ -410,7 +410,7 @@ class Task:
         for name, processor in self.processors.items():
             if isinstance(processor, StreamTimeFollower):
                 self.current.run_in(name, target, None,
-                                    lambda p=processor: p.advance_stream_time(target))
+                                    partial(processor.advance_stream_time, target))
         self.punctuate_stream_time()
         return True
 

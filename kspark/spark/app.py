@@ -14,6 +14,7 @@ from typing import Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
+from kspark.io.kafka import KafkaTopic
 from kspark.io.schema import (
     INPUT_DDL,
     INPUT_TYPES,
@@ -25,6 +26,8 @@ from kspark.io.schema import (
 )
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
+from kspark.spark.kafka_input import kafka_source_frame
+from kspark.spark.kafka_source import kafka_input_frame
 from kspark.state.changelog import changelog_topic
 from kspark.topology.topology import SubTopology, Topology
 
@@ -135,8 +138,6 @@ class StreamsApp:
         ``topics`` does not place (read-only source stores keep no changelog)."""
         if not self.config.changelog_dir:
             return
-        from kspark.io.files import FileTopic
-
         tasks = max([self._partitions(t) for t in self.topology.external_source_topics()] or [1])
         for name, builder in self.topology.store_builders.items():
             topic = changelog_topic(self.application_id, name)
@@ -185,10 +186,12 @@ class StreamsApp:
             if self._read_files_in_stage():
                 reader = reader.option("read_in_stage", "true")
             return reader.option("parallelism", str(self._parallelism or 1)).load()
-        if hasattr(spec, "read_stream"):
-            frame = spec.read_stream(spark, topic)
-        elif hasattr(spec, "isStreaming"):
-            frame = _from_kafka_columns(spec)
+        from pyspark.sql import DataFrame
+
+        if isinstance(spec, KafkaTopic):
+            frame = kafka_source_frame(spark, spec, topic)
+        elif isinstance(spec, DataFrame) and spec.isStreaming:
+            frame = kafka_input_frame(spec)  # a streaming DataFrame of Kafka's columns
         else:
             raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
         from pyspark.sql import functions as F
@@ -481,19 +484,6 @@ def _parse_time(text: str) -> float:
 
 
 
-
-def _from_kafka_columns(frame: Any) -> Any:
-    """A DataFrame of Spark's native Kafka source, in kspark's input layout."""
-    from pyspark.sql import functions as F
-
-    return frame.select(
-        "key",
-        "value",
-        "topic",
-        F.col("partition").cast("int"),
-        F.col("offset").cast("long"),
-        (F.col("timestamp").cast("double") * 1000).cast("long").alias("timestamp"),
-    )
 
 
 __all__ = ["PunctuationType", "StreamsApp"]

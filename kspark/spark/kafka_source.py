@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -247,7 +247,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         schema = kafka_arrow_schema()
         headers_type = schema.field("headers").type
         for chunk in read_range(
-            self.bootstrap or "", partition.rng, self.kafka_config, self.fail_on_data_loss
+            self.bootstrap or "", cast(_RangePartition, partition).rng, self.kafka_config,
+            self.fail_on_data_loss,
         ):
             stamps = [m.timestamp() for m in chunk]
             headers = [m.headers() for m in chunk]

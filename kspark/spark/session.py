@@ -124,8 +124,12 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     prepare_python_env()
     from pyspark.sql import SparkSession
 
+    from kspark.spark.kafka_connector import add_connector_jars
+
     builder = SparkSession.builder.master(master).appName("kspark")
-    for key, value in {**kspark_spark_conf(), **(conf or {})}.items():
+    settings = {**kspark_spark_conf(), **(conf or {})}
+    add_connector_jars(settings)  # Spark's Kafka connector, when it can be had
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
     # the JVM (and every Python worker it starts) takes SPARK_HOME from the environment at launch
     previous = os.environ.get("SPARK_HOME")

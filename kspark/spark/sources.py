@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
@@ -105,18 +105,18 @@ class FileStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if self.in_stage:
-            for part in partition.files:
+            for part in cast(_FilesPartition, partition).files:
                 yield file_range_rows(self.options, part, self.partitions_n, self.topic)
             return
-        batch = self._read_batch(partition)
+        batch = self._read_batch(cast(_FilePartition, partition))
         yield pack_records(batch) if self.pack else batch
 
-    def _read_batch(self, partition: InputPartition) -> Any:
+    def _read_batch(self, partition: _FilePartition) -> Any:
         import pyarrow as pa
 
         from kspark.io.files import OFFSET_STRIDE, file_rows
 
-        lo, hi = getattr(partition, "lo", 0), getattr(partition, "hi", None)
+        lo, hi = partition.lo, partition.hi
         if self.format == "parquet":
             batch = _parquet_batch(
                 partition.path,
@@ -439,7 +439,8 @@ def _read_rows(path: str, lo: int, hi: int | None, columns: list[str]) -> Any:
 
     pf = pq.ParquetFile(path)
     meta = pf.metadata
-    first, at, groups = 0, 0, []
+    first, at = 0, 0
+    groups: list[int] = []
     for g in range(meta.num_row_groups):
         rows = meta.row_group(g).num_rows
         if at + rows > lo and (hi is None or at < hi):
@@ -595,6 +596,7 @@ class TickStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
+        partition = cast(_TickPartition, partition)
         n = len(partition.tasks)
         yield pa.RecordBatch.from_arrays(
             [

@@ -168,7 +168,7 @@ class StageProcessor(StatefulProcessor):
         return records.pop(partition, None)
 
     def handleInputRows(
-        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+        self, key: Any, rows: Iterator[Any], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
         from kspark.spark.stage_rows import stage_batch
 

@@ -212,10 +212,11 @@ def _partitions_of(
         n = counts.get(topic, 1)
         if n <= 1:
             continue
-        idx = np.flatnonzero(names == topic)
-        idx = np.array([i for i in idx.tolist() if keys[i] is not None], dtype=np.int64)
-        if len(idx):
-            out[idx] = kafka_partitions([keys[i] for i in idx.tolist()], n)
+        keyed = [(i, k) for i in np.flatnonzero(names == topic).tolist()
+                 if (k := keys[i]) is not None]
+        if keyed:
+            idx = np.array([i for i, _ in keyed], dtype=np.int64)
+            out[idx] = kafka_partitions([k for _, k in keyed], n)
     return out
 
 

@@ -15,7 +15,7 @@ listener and writes the final value to the changelog (SEMANTICS.md §6).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, overload
 
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError
@@ -153,7 +153,14 @@ class StoreBase:
     def _bucket_for(self, key: Any, *, create: bool) -> Any | None:
         return self._bucket(self.bucket_of(key), create=create)
 
+    @overload
+    def _bucket(self, bucket: int, *, create: Literal[True]) -> Any: ...
+
+    @overload
+    def _bucket(self, bucket: int, *, create: bool) -> Any | None: ...
+
     def _bucket(self, bucket: int, *, create: bool) -> Any | None:
+        """The data of ``bucket`` (loaded on first use), created empty if ``create``."""
         data = self._buckets.get(bucket)
         if data is None and self._loader is not None and bucket not in self._fetched:
             self._fetched.add(bucket)

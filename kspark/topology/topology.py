@@ -110,7 +110,9 @@ class Topology:
         """Read ``topic`` (a name, a list of names, or a compiled pattern)."""
         self._check_new(name)
         pattern = topic if isinstance(topic, re.Pattern) else None
-        topics = [] if pattern else [topic] if isinstance(topic, str) else list(topic)
+        topics: list[str] = (
+            [] if isinstance(topic, re.Pattern) else [topic] if isinstance(topic, str)
+            else list(topic))
         for t in topics:
             for node in self.nodes.values():
                 if isinstance(node, SourceNode) and t in node.topics:
@@ -249,14 +251,10 @@ class Topology:
             groups.setdefault(find(name), []).append(name)
         out = []
         for i, names in enumerate(groups.values()):
-            sources = [
-                t
-                for n in names
-                if isinstance(self.nodes[n], SourceNode)
-                for t in self.nodes[n].topics
-            ]  # type: ignore[union-attr]
-            sinks = [self.nodes[n].topic for n in names if isinstance(self.nodes[n], SinkNode)]  # type: ignore[union-attr]
-            stores = []
+            nodes = [self.nodes[n] for n in names]
+            sources = [t for node in nodes if isinstance(node, SourceNode) for t in node.topics]
+            sinks = [node.topic for node in nodes if isinstance(node, SinkNode)]
+            stores: list[str] = []
             for n in names:
                 node = self.nodes[n]
                 if isinstance(node, ProcessorNode):

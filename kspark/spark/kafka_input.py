@@ -1,0 +1,33 @@
+"""A Kafka topic location (:class:`~kspark.io.kafka.KafkaTopic`) as a streaming DataFrame in
+kspark's input layout, read by kspark's own source ``kspark_kafka`` or by Spark's connector as
+the location's ``source`` setting picks (:func:`~kspark.spark.kafka_connector.uses_connector`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark.io.kafka import KafkaTopic
+from kspark.kafka.admin import matching_topics, partition_counts
+from kspark.spark.kafka_connector import connector_reader, uses_connector
+from kspark.spark.kafka_source import kafka_input_frame
+
+
+def kafka_source_frame(spark: Any, location: KafkaTopic, topic: str) -> Any:
+    """The records of ``location`` with every row named ``topic`` (the topology's name)."""
+    options = location.source_options(topic)
+    if uses_connector(spark, location.source):
+        counts = None  # the connector needs every partition in JSON starting offsets
+        if isinstance(location.starting_offsets, dict):
+            counts = (
+                matching_topics(location.bootstrap_servers, location.pattern, location.config)
+                if location.pattern is not None
+                else partition_counts(location.bootstrap_servers, location.kafka_topics(topic),
+                                      location.config)
+            )
+        reader = connector_reader(spark, options, counts)
+    else:
+        reader = spark.readStream.format("kspark_kafka")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+    return kafka_input_frame(reader.load(), topic)
