@@ -196,7 +196,7 @@ class StreamsApp:
             raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
         from pyspark.sql import functions as F
 
-        from kspark.spark.sources import pack_stream
+        from kspark.spark.packing import pack_stream
 
         # many records to a row through the shuffle and into the stages' Python workers (which
         # take several microseconds per row); the file source packs as it reads

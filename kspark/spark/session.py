@@ -157,8 +157,9 @@ def register_data_sources(spark: Any) -> None:
     """Register kspark's data sources with ``spark`` (once per session)."""
     if spark in _REGISTERED:
         return
+    from kspark.spark.file_source import FileSource
     from kspark.spark.kafka_source import KafkaSource
-    from kspark.spark.sources import FileSource, TickSource
+    from kspark.spark.tick_source import TickSource
 
     spark.dataSource.register(FileSource)
     spark.dataSource.register(TickSource)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kspark.config import StreamsConfig
-    from kspark.spark.sources import FileRangeRecords
+    from kspark.spark.file_source import FileRangeRecords
 
 _TOPOLOGIES: dict[str, Any] = {}
 
@@ -162,7 +162,7 @@ class StageProcessor(StatefulProcessor):
         range is read once per Spark task, for all the tasks it runs."""
         records = self._file_ranges.get(blob)
         if records is None:
-            from kspark.spark.sources import read_file_range
+            from kspark.spark.file_source import read_file_range
 
             records = self._file_ranges[blob] = read_file_range(blob)
         return records.pop(partition, None)

@@ -15,8 +15,8 @@ import pyarrow as pa
 from kspark.hashing import kafka_partitions
 from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
-from kspark.runtime.task import Encoded, SourceBatch
-from kspark.spark.sources import (
+from kspark.runtime.serialized import Encoded, SourceBatch
+from kspark.spark.packing import (
     FILE_PREFIX,
     PACKED_PREFIX,
     ipc_bytes,
@@ -262,8 +262,8 @@ def record_columns(
     frame: pd.DataFrame, file_records: Callable[[bytes, int], Any] | None = None
 ) -> Columns:
     """The records of ``frame``'s rows as numpy columns (:data:`RECORD_FIELDS`): packed rows
-    (:func:`kspark.spark.sources.pack_records`) give the records they carry, and file rows
-    (:func:`kspark.spark.sources.file_range_rows`) the records that ``file_records(key,
+    (:func:`kspark.spark.packing.pack_records`) give the records they carry, and file rows
+    (:func:`kspark.spark.file_source.file_range_rows`) the records that ``file_records(key,
     partition)`` reads for them, straight from Arrow without a pandas frame per record; other
     rows are records themselves."""
     topics = frame["topic"]

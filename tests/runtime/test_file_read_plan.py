@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark.io.schema import KIND_RECORD
-from kspark.spark import sources
-from kspark.spark.sources import FILE_PREFIX, PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
+from kspark.spark import file_source
+from kspark.spark.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
+from kspark.spark.packing import FILE_PREFIX
 from kspark.spark.stage import StageProcessor
 from kspark.spark.stage_rows import OUTPUT_COLUMNS, RECORD_FIELDS, record_columns
 
@@ -216,8 +217,8 @@ def test_a_range_is_read_once_per_spark_task(tmp_path, monkeypatch):
     row = next(reader.read(part))
     blob = row["key"][0].as_py()
     reads = []
-    real = sources.read_file_range
-    monkeypatch.setattr(sources, "read_file_range", lambda b: reads.append(b) or real(b))
+    real = file_source.read_file_range
+    monkeypatch.setattr(file_source, "read_file_range", lambda b: reads.append(b) or real(b))
     stage = StageProcessor(b"", 0, None, {"clicks": 5})
     taken = [stage.file_records(blob, p) for p in range(5)]
     assert len(reads) == 1
@@ -240,7 +241,7 @@ def test_an_empty_file_range_gives_no_records():
     import pyarrow as pa
 
     from kspark.io.schema import INPUT_ARROW
-    from kspark.spark.sources import FileRangeRecords
+    from kspark.spark.file_source import FileRangeRecords
 
     records = FileRangeRecords(pa.RecordBatch.from_pylist([], schema=INPUT_ARROW))
     assert records.pop(0) is None and records.pop(1, "none") == "none"

@@ -18,8 +18,9 @@ import pytest
 from kspark.io.files import OFFSET_STRIDE, file_rows
 from kspark.io.schema import INPUT_ARROW, KIND_RECORD
 from kspark.runtime.task import SourceRecord
-from kspark.spark import sources
-from kspark.spark.sources import _parquet_batch, pack_records
+from kspark.spark import packing
+from kspark.spark.file_source import _parquet_batch
+from kspark.spark.packing import pack_records
 from kspark.spark.stage import spark_hash_int, task_group_values
 from kspark.spark.stage_rows import (
     OUTPUT_COLUMNS,
@@ -56,7 +57,7 @@ def records_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_packed_rows_unpack_to_the_same_records(monkeypatch):
-    monkeypatch.setattr(sources, "PACK_ROWS", 7)
+    monkeypatch.setattr(packing, "PACK_ROWS", 7)
     rng = random.Random(3)
     rows = [
         (None if i % 11 == 0 else f"k{rng.randrange(9)}".encode(),
@@ -104,7 +105,7 @@ def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
     from kspark import serdes
     from kspark.runtime.task import decode_column
 
-    monkeypatch.setattr(sources, "PACK_ROWS", 9)
+    monkeypatch.setattr(packing, "PACK_ROWS", 9)
     rng = random.Random(11)
     rows = [
         (None if i % 7 == 0 else f"k{rng.randrange(12)}".encode(),
@@ -240,12 +241,12 @@ def test_repartition_rows_merge_upstream_tasks_by_timestamp():
 
 
 def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeypatch):
-    monkeypatch.setattr(sources, "PACK_ROWS", 25)
+    monkeypatch.setattr(packing, "PACK_ROWS", 25)
     rng = random.Random(9)
     rows = [(f"k{rng.randrange(9)}".encode(), str(i).encode(), "clicks", rng.randrange(4), i,
              rng.randrange(10**6)) for i in range(120)]
     batches = [input_batch(rows[i : i + 10]) for i in range(0, len(rows), 10)]
-    packed = list(sources.pack_stream(iter(batches)))
+    packed = list(packing.pack_stream(iter(batches)))
     assert sum(b.num_rows for b in packed) < 40
     got = records_frame(pd.concat([as_frame(b) for b in packed], ignore_index=True))
     key = ["partition", "offset"]
@@ -287,7 +288,7 @@ def test_packed_output_expands_to_each_topics_records_in_order():
     packed = table(packed_parts)
     packed_topics = [t for t in packed.column("topic").to_pylist() if t and "__" in t]
     assert sorted(packed_topics) == sorted(
-        [sources.PACKED_PREFIX + t for t in ("sink-a", "sink-b")] * 3)
+        [packing.PACKED_PREFIX + t for t in ("sink-a", "sink-b")] * 3)
     assert packed.num_rows < len(plain) / 2
     expanded = unpack_output(packed).to_pylist()
     assert sorted(map(repr, expanded)) == sorted(map(repr, plain))
