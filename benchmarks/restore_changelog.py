@@ -1,5 +1,5 @@
 """Benchmark: how long application B takes to restore its read-only view of application A's
-window store from A's changelog (SEMANTICS.md §7, seed 004).
+window store from A's changelog (docs/semantics.md §7, seed 004).
 
 The changelog is written the way A's Spark sink writes it (``state.changelog.dir``: one file
 of kspark records per micro-batch), for seed 004's store: event counts per "user|type" in

@@ -1,6 +1,7 @@
 """kspark: Kafka Streams' stateful processing model in Python, running on Apache Spark.
 
-Everything API.md lists is importable from here; ``kspark.serdes`` and ``kspark.io`` are modules.
+Everything docs/api.md lists at the top level is importable from here; ``kspark.serdes`` and
+``kspark.io`` are modules.
 """
 
 __version__ = "0.1.0"

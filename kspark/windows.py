@@ -1,4 +1,4 @@
-"""Window specifications and window values (SEMANTICS.md §2, §3)."""
+"""Window specifications and window values (docs/semantics.md §2, §3)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ class StreamsBuilder(DslGraph):
 
     def add_read_only_state_store(self, store_builder: StoreBuilder, topic: str) -> StreamsBuilder:
         """Add a read-only store restored from ``topic``, another application's changelog of
-        a store like ``store_builder``, and kept current as it is written (SEMANTICS.md §7);
+        a store like ``store_builder``, and kept current as it is written (docs/semantics.md §7);
         connect it by name with :meth:`KStream.process`. See
         :meth:`Topology.add_read_only_state_store`."""
         self._topology.add_read_only_state_store(store_builder, topic)

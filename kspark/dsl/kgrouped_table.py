@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class KGroupedTable:
     """The rows of a table re-keyed by ``KTable.group_by``. Every aggregation reads the
     re-keyed changes from the repartition topic ``<store name>-repartition``; each upstream
-    update first subtracts the old value, then adds the new one (SEMANTICS.md §4)."""
+    update first subtracts the old value, then adds the new one (docs/semantics.md §4)."""
 
     def __init__(self, builder: StreamsBuilder, node: str, key_serde: Serde | None,
                  value_serde: Serde | None) -> None:

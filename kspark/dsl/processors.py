@@ -168,7 +168,7 @@ class TableRepartitionMapProcessor(Processor):
     """``KTable.group_by``: maps the old and new value of each change to ``(group key, value)``.
 
     Same group key: one ``Change(new, old)``; different ones: ``Change(None, old)`` to the old
-    group key, then ``Change(new, None)`` to the new one (SEMANTICS.md §4). A new pair with a
+    group key, then ``Change(new, None)`` to the new one (docs/semantics.md §4). A new pair with a
     null key or value is dropped and counted (its old pair is still subtracted)."""
 
     def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
@@ -205,7 +205,7 @@ class StreamAggregateProcessor(_StoreProcessor):
     """KGroupedStream ``aggregate``, ``count`` and ``reduce`` (an :class:`Aggregation`).
 
     Null keys and values are dropped and counted; the result's timestamp is
-    ``max(record.ts, previous aggregate's ts)`` (SEMANTICS.md §4)."""
+    ``max(record.ts, previous aggregate's ts)`` (docs/semantics.md §4)."""
 
     def __init__(self, store_name: str, aggregation: Aggregation) -> None:
         super().__init__(store_name)
@@ -231,7 +231,7 @@ class StreamAggregateProcessor(_StoreProcessor):
 
 
 class TableAggregateProcessor(_StoreProcessor):
-    """KGroupedTable ``aggregate`` / ``count`` / ``reduce`` (SEMANTICS.md §4):
+    """KGroupedTable ``aggregate`` / ``count`` / ``reduce`` (docs/semantics.md §4):
 
     1. ``old_agg = store.get(key)``;
     2. the change has an old value and ``old_agg`` exists: ``inter = subtractor(key, old,

@@ -1,4 +1,4 @@
-"""Session-window aggregation (SEMANTICS.md §2, seeds 000 and 003).
+"""Session-window aggregation (docs/semantics.md §2, seeds 000 and 003).
 
 Per record ``(k, v, ts)``: ``close = observed stream time - grace - gap``; the sessions of ``k``
 with ``end >= ts - gap`` and ``start <= ts + gap`` are merged (``merger``, starting from
@@ -50,7 +50,7 @@ def session_store_builder(
 
     Retention defaults to gap + grace; a smaller ``Materialized`` retention raises
     ``ValueError``. The store is built with at least gap + grace + 1 ms: a session whose end
-    equals the close time must still be found to merge (SEMANTICS.md §2.5), and the store
+    equals the close time must still be found to merge (docs/semantics.md §2.5), and the store
     expires sessions with ``end <= observed - retention``."""
     opts = materialized_options(materialized)
     minimum = windows.default_retention_ms

@@ -1,4 +1,5 @@
-"""Sliding-window aggregation (SEMANTICS.md §3), as Kafka Streams' KStreamSlidingWindowAggregate.
+"""Sliding-window aggregation (docs/semantics.md §3), as Kafka Streams'
+KStreamSlidingWindowAggregate.
 
 Windows are ``[start, start + diff]``, both ends inclusive, and exist only where records
 enter or leave them: each record ``t`` has its *left* window ``[t - diff, t]`` and, when later

@@ -1,4 +1,4 @@
-"""Tumbling and hopping time-window aggregation (SEMANTICS.md §3), plus the helpers the
+"""Tumbling and hopping time-window aggregation (docs/semantics.md §3), plus the helpers the
 windowed aggregations share (store builders from a ``Materialized``, drop accounting,
 per-processor persisted stream time).
 
@@ -220,7 +220,7 @@ def time_window_store_builder(
 
 
 class TimeWindowAggregateProcessor(WindowedAggregateBase):
-    """Aggregates records into tumbling or hopping windows (SEMANTICS.md §3)."""
+    """Aggregates records into tumbling or hopping windows (docs/semantics.md §3)."""
 
     windows_type = TimeWindows
     windows: TimeWindows

@@ -77,7 +77,7 @@ class _WindowedKStream:
 
 
 class SessionWindowedKStream(_WindowedKStream):
-    """A grouped stream windowed into sessions (SEMANTICS.md §2)."""
+    """A grouped stream windowed into sessions (docs/semantics.md §2)."""
 
     _windows: SessionWindows
 
@@ -115,7 +115,7 @@ class SessionWindowedKStream(_WindowedKStream):
 
 class TimeWindowedKStream(_WindowedKStream):
     """A grouped stream windowed by tumbling/hopping :class:`TimeWindows` or by
-    :class:`SlidingWindows` (SEMANTICS.md §3)."""
+    :class:`SlidingWindows` (docs/semantics.md §3)."""
 
     _windows: TimeWindows | SlidingWindows
 

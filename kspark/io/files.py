@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.hashing import kafka_partition
+from kspark.io.location import TopicLocation
 from kspark.io.schema import SINK_SCHEMA, sink_rows
 
 FORMATS = ("jsonl", "parquet", "kspark")
@@ -21,7 +22,7 @@ OFFSET_STRIDE = 1 << 32
 
 
 @dataclass
-class FileTopic:
+class FileTopic(TopicLocation):
     """A topic kept as a directory of files.
 
     As a source: ``format`` "jsonl" (one JSON object per line) or "parquet" (one record per row)

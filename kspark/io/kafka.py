@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.errors import StreamsError
+from kspark.io.location import AppView, TopicLocation
+from kspark.io.schema import sink_rows
 from kspark.kafka.admin import (
     MARKER,
     TopicError,
@@ -26,7 +28,7 @@ from kspark.kafka.admin import (
     partition_counts,
     topology_topics,
 )
-from kspark.kafka.sink import Rows, TransactionalWriter, marker_topic
+from kspark.kafka.sink import TransactionalWriter, marker_topic
 
 #: how a source topic may be read: kspark's source, Spark's connector, or the faster one here
 SOURCES = ("auto", "kspark", "spark")
@@ -47,7 +49,7 @@ def writer_for(app: Any, bootstrap_servers: str, config: dict[str, Any]) -> Tran
 
 
 @dataclass
-class KafkaTopic:
+class KafkaTopic(TopicLocation):
     """A topic on a Kafka cluster.
 
     ``topic`` is the Kafka topic's name (or a list of names, read as one source), by default the
@@ -61,8 +63,8 @@ class KafkaTopic:
     every client (security, timeouts...). ``source`` reads a source topic with: "kspark",
     kspark's Python source ``kspark_kafka``; "spark", Spark's Kafka connector
     (``format("kafka")``, which a session of ``local_spark`` loads when it can fetch it; with
-    ``config`` going to its Java clients); "auto" (the default), kspark's source, which read a
-    topic faster than the connector in ``benchmarks/kafka_read_rate.py``.
+    ``config`` going to its Java clients); "auto" (the default), kspark's source (the faster
+    one: docs/performance.md#kafka-source-choice).
     """
 
     bootstrap_servers: str
@@ -118,14 +120,15 @@ class KafkaTopic:
         return max(known) if known else None
 
     # -- StreamsApp hooks --------------------------------------------------------------------
-    def prepare(self, app: Any, topic: str) -> None:
+    def prepare(self, app: AppView, topic: str) -> None:
         """At ``app.start()``: check a source topic exists; create (or verify) a topic the
         application writes, with its partitions and cleanup policy."""
         self._name, self._app, self._resolved = topic, app, None
         self._writer = None
         if topic in app.topology.external_source_topics():
             self._resolved = self._check_source(app)
-        specs = {s.name: s for s in topology_topics(app)}
+        specs = {s.name: s for s in topology_topics(
+            app.application_id, app.topology, app.plan, app.config.dead_letter_topic)}
         spec = specs.get(topic)
         if spec is None:
             return
@@ -149,7 +152,7 @@ class KafkaTopic:
         self._writer = writer_for(app, self.bootstrap_servers, self.config)
         self._writer.open()  # fences an earlier instance of the application now
 
-    def _check_source(self, app: Any) -> int:
+    def _check_source(self, app: AppView) -> int:
         if self.pattern is not None:
             return max(
                 matching_topics(self.bootstrap_servers, self.pattern, self.config).values(),
@@ -188,20 +191,26 @@ class KafkaTopic:
             opts[f"kafka.{key}"] = str(value)
         return opts
 
-    def write_batch(self, batch_id: int, records: Rows) -> None:
-        """Stage one micro-batch's ``(key, value, timestamp, partition)`` records in the
-        transaction of the application's writer (committed by :attr:`transaction`)."""
+    def write_table(self, batch_id: int, table: Any) -> None:
+        """Stage one micro-batch's records (key, value, timestamp, partition) in the transaction
+        of the application's writer for this cluster; :meth:`commit_batch` commits it."""
         if self._writer is None:
             raise StreamsError(
-                f"Kafka topic {self._name or self.topic!r}: write_batch before prepare() (the "
+                f"Kafka topic {self._name or self.topic!r}: written before prepare() (the "
                 "StreamsApp prepares its topics at start)"
             )
-        self._writer.stage(self.kafka_topics()[0], records)
+        if table.num_rows:
+            self._writer.stage(self.kafka_topics()[0], sink_rows(table))
 
     @property
     def transaction(self) -> TransactionalWriter | None:
-        """The writer whose transaction holds what this topic is sent (None for a source)."""
+        """The writer whose transactions hold what this topic is sent (None for a source)."""
         return self._writer
+
+    def commit_batch(self, batch_id: int, run: str) -> None:
+        """Commit the batch's transaction on this cluster (once for all its topics)."""
+        if self._writer is not None:
+            self._writer.commit(run, batch_id)
 
     def close(self) -> None:
         """Release the writer's producer (``StreamsApp.stop`` calls it)."""

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.errors import KsparkError
+from kspark.topology.plan import ExecutionPlan
+from kspark.topology.topology import Topology
 
 OUTPUT = "output"
 CHANGELOG = "changelog"
@@ -187,45 +189,31 @@ def _verify(
                 )
 
 
-def topology_topics(app: Any) -> list[TopicSpec]:
-    """Every topic a :class:`~kspark.spark.StreamsApp` writes, as Kafka Streams would create
-    them: output topics and the dead-letter topic (the partition count of their location, else
-    of the input), repartition topics (``cleanup.policy=delete``) and the changelogs of logged
-    stores (compacted, one partition per task)."""
+def topology_topics(
+    application_id: str, topology: Topology, plan: ExecutionPlan, dead_letter_topic: str | None
+) -> list[TopicSpec]:
+    """Every topic an application writes, as Kafka Streams would create them: output topics
+    and the dead-letter topic, repartition topics (``cleanup.policy=delete``) and the
+    changelogs of logged stores (compacted, one partition per task), with the partition
+    counts of ``plan``."""
     from kspark.state.changelog import changelog_topic, changelog_topic_config
 
-    topology = app.topology
-    upstream = max(
-        [_partitions(app.topics.get(t)) for t in topology.external_source_topics()] or [1]
-    )
-    internal = {t: n or upstream for t, n in topology.internal_topics.items()}
-    tasks = max([upstream, *internal.values()])
-    specs = [
-        TopicSpec(t, _partitions(app.topics.get(t), upstream), role=OUTPUT)
-        for t in topology.external_sink_topics()
-    ]
-    dead_letters = getattr(getattr(app, "config", None), "dead_letter_topic", None)
-    if dead_letters:
-        specs.append(
-            TopicSpec(
-                dead_letters, _partitions(app.topics.get(dead_letters), upstream), role=DEAD_LETTER
-            )
-        )
+    written = [(t, OUTPUT) for t in topology.external_sink_topics()]
+    if dead_letter_topic:
+        written.append((dead_letter_topic, DEAD_LETTER))
+    specs = [TopicSpec(t, plan.partitions_of(t), role=role) for t, role in written]
     specs += [
-        TopicSpec(t, n, {"cleanup.policy": "delete"}, REPARTITION) for t, n in internal.items()
+        TopicSpec(t, plan.partitions_of(t), {"cleanup.policy": "delete"}, REPARTITION)
+        for t in topology.internal_topics
     ]
     specs += [
         TopicSpec(
-            changelog_topic(app.application_id, name),
-            tasks,
+            changelog_topic(application_id, name),
+            plan.tasks,
             changelog_topic_config(builder),  # compact (+ delete after retention if windowed)
             CHANGELOG,
         )
         for name, builder in topology.store_builders.items()
-        if builder.logging and name not in getattr(topology, "source_stores", {})
+        if builder.logging and name not in topology.source_stores
     ]
     return specs
-
-
-def _partitions(location: Any, default: int = 1) -> int:
-    return int(getattr(location, "num_partitions", None) or default)

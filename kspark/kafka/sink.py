@@ -127,12 +127,12 @@ class TransactionalWriter:
         """Write the staged records and the batch's marker in one transaction, unless the batch
         was committed before; returns the number of records written."""
         staged, self._staged = self._staged, {}
+        if not any(staged.values()):  # nothing to write (or committed already)
+            return 0
         self.open()
         if self.written(run, batch_id):
             self.skipped_batches += 1
             log.info("batch %d of run %s was committed before; skipped", batch_id, run)
-            return 0
-        if not any(staged.values()):
             return 0
         marker = {"run": run, "batch": batch_id}
         producer = self._producer

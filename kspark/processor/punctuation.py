@@ -1,4 +1,4 @@
-"""Punctuation schedules and the queue that fires them (SEMANTICS.md §5)."""
+"""Punctuation schedules and the queue that fires them (docs/semantics.md §5)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
 from kspark.io.kafka import KafkaTopic
+from kspark.io.location import TopicLocation
 from kspark.io.schema import (
     INPUT_DDL,
     INPUT_TYPES,
@@ -29,7 +30,8 @@ from kspark.runtime.metrics import Metrics
 from kspark.spark.kafka_input import kafka_source_frame
 from kspark.spark.kafka_source import kafka_input_frame
 from kspark.state.changelog import changelog_topic
-from kspark.topology.topology import SubTopology, Topology
+from kspark.topology.plan import ExecutionPlan
+from kspark.topology.topology import Topology
 
 log = logging.getLogger("kspark.app")
 
@@ -74,33 +76,21 @@ class StreamsApp:
         self._batches = 0
         self._ticks = False
         self._spark_partitions: int | None = None
-        self._stages = self._ordered_stages()
+        self._plan: ExecutionPlan | None = None
         self._add_changelog_locations()
         self._check_topics()
 
     # -- planning ------------------------------------------------------------------------------
-    def _ordered_stages(self) -> list[SubTopology]:
-        subs = self.topology.sub_topologies()
-        writers = {t: s.id for s in subs for t in s.sink_topics}
-        done: list[SubTopology] = []
-        pending = list(subs)
-        while pending:
-            ready = [
-                s
-                for s in pending
-                if all(
-                    writers.get(t) in (None, s.id) or writers[t] in [d.id for d in done]
-                    for t in s.source_topics
-                )
-            ]
-            if not ready:
-                raise TopologyError(
-                    "sub-topologies read each other's output in a cycle: "
-                    f"{[s.source_topics for s in pending]}"
-                )
-            done.append(ready[0])
-            pending.remove(ready[0])
-        return done
+    @property
+    def plan(self) -> ExecutionPlan:
+        """Stages, tasks and every topic's partition count, from the topics' locations (planned
+        again at :meth:`start`, when Kafka topics have been checked or created)."""
+        if self._plan is None:
+            self._plan = ExecutionPlan.of(self.topology, {
+                t: spec.num_partitions if isinstance(spec, TopicLocation) else None
+                for t, spec in self.topics.items()
+            })
+        return self._plan
 
     def _check_topics(self) -> None:
         needed = self.topology.external_source_topics() + self.topology.external_sink_topics()
@@ -112,17 +102,6 @@ class StreamsApp:
                 f"StreamsApp {self.application_id!r}: no location given for "
                 f"topics {missing}; pass them in topics={{...}} (kspark.io)"
             )
-
-    def _partitions(self, topic: str) -> int:
-        spec = self.topics.get(topic)
-        return int(getattr(spec, "num_partitions", 1) or 1)
-
-    def _topic_partitions(self) -> dict[str, int]:
-        out = {t: self._partitions(t) for t in self.topics}
-        upstream = max([self._partitions(t) for t in self.topology.external_source_topics()] or [1])
-        for t, n in self.topology.internal_topics.items():
-            out[t] = n or upstream
-        return out
 
     def _changelog_topics(self) -> dict[str, str]:
         """Logged stores whose changelog topic has a location in ``topics``: store -> topic."""
@@ -138,7 +117,7 @@ class StreamsApp:
         ``topics`` does not place (read-only source stores keep no changelog)."""
         if not self.config.changelog_dir:
             return
-        tasks = max([self._partitions(t) for t in self.topology.external_source_topics()] or [1])
+        tasks = self.plan.tasks
         for name, builder in self.topology.store_builders.items():
             topic = changelog_topic(self.application_id, name)
             if builder.logging and name not in self.topology.source_stores:
@@ -146,6 +125,7 @@ class StreamsApp:
                 if topic not in self.topics:
                     os.makedirs(path, exist_ok=True)  # readers may start before the first write
                     self.topics[topic] = FileTopic(path, format="kspark", partitions=tasks)
+        self._plan = None  # planned again with the changelogs' locations
 
     def _needs_ticks(self) -> bool:
         """Whether any processor schedules wall-clock punctuation (found by initialising the
@@ -154,7 +134,7 @@ class StreamsApp:
             return True
         from kspark.runtime.task import Task
 
-        for sub in self._stages:
+        for sub in self.plan.stages:
             task = Task(
                 self.topology, sub, 0, config=self.config, metrics=Metrics(), wall_clock=lambda: 0
             )
@@ -205,8 +185,8 @@ class StreamsApp:
 
     @property
     def task_count(self) -> int:
-        """Tasks per sub-topology: the largest partition count of the app's topics."""
-        return max(self._topic_partitions().values() or [1])
+        """Tasks per sub-topology (:attr:`ExecutionPlan.tasks`)."""
+        return self.plan.tasks
 
     @property
     def spark_partitions(self) -> int:
@@ -261,7 +241,7 @@ class StreamsApp:
 
         spark = self.spark
         frames = [self._source_frame(t) for t in self.topology.external_source_topics()]
-        topic_partitions = self._topic_partitions()
+        topic_partitions = dict(self.plan.partitions)
         tasks = self.task_count
         self._ticks = self._needs_ticks()
         if self._ticks:
@@ -289,7 +269,7 @@ class StreamsApp:
         partitions = self.spark_partitions
         spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
         changelogs = self._changelog_topics()
-        for sub in self._stages:
+        for sub in self.plan.stages:
             # tasks spread evenly over the shuffle partitions, which run side by side
             group = task_group_column(F.col("partition"), tasks, partitions)
             frame = frame.withColumn("task_group", group)
@@ -306,10 +286,11 @@ class StreamsApp:
         """Start the query (resuming from the checkpoint directory if it holds one)."""
         if self._query is not None:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
+        self._plan = None
         for topic, spec in self.topics.items():
-            prepare = getattr(spec, "prepare", None)
-            if prepare is not None:  # e.g. a Kafka topic checks or creates itself
-                prepare(self, topic)
+            if isinstance(spec, TopicLocation):  # e.g. a Kafka topic checks or creates itself
+                spec.prepare(self, topic)
+        self._plan = None  # Kafka topics now know their partitions
         frame = self.build_query_frame()
         from kspark.spark.query import write_app_info
 
@@ -328,7 +309,7 @@ class StreamsApp:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from kspark.io.schema import SINK_COLUMNS, sink_rows
+        from kspark.io.schema import SINK_COLUMNS
         from kspark.spark.stage_rows import unpack_output
 
         table = unpack_output(frame.toArrow())
@@ -338,23 +319,19 @@ class StreamsApp:
             pc.not_equal(topics, TICK_TOPIC),
         )
         records = table.filter(pc.fill_null(is_record, False))
-        written = set()
+        sinks = self._sink_locations()
         for topic in pc.unique(records.column("topic")).to_pylist():
-            sink = self.topics.get(topic)
-            if sink is None:
+            if topic not in sinks:
                 raise StreamsError(
                     f"batch {batch_id}: records for topic {topic!r} which has no sink location"
                 )
-            rows = records.filter(pc.equal(records.column("topic"), topic)).select(SINK_COLUMNS)
-            if hasattr(sink, "write_table"):
-                sink.write_table(batch_id, rows)
-            else:
-                sink.write_batch(batch_id, sink_rows(rows))
-            written.add(topic)
-        for topic, sink in self.topics.items():
-            if topic not in written and hasattr(sink, "batches"):
-                sink.write_batch(batch_id, [])
-        self._commit_transactions(batch_id)
+        topic_column = records.column("topic")
+        for topic, sink in sinks.items():
+            sink.write_table(batch_id, records.filter(pc.equal(topic_column, topic))
+                             .select(SINK_COLUMNS))
+        run = self._run_id()
+        for sink in {id(s): s for s in sinks.values()}.values():
+            sink.commit_batch(batch_id, run)
         metrics = Metrics()
         is_metrics = pc.fill_null(pc.equal(kinds, KIND_METRICS), False)
         for value in table.filter(is_metrics).column("value").to_pylist():
@@ -363,17 +340,19 @@ class StreamsApp:
             self._metrics.merge(metrics.counters)
             self._batches += 1
 
-    def _commit_transactions(self, batch_id: int) -> None:
-        """Commit each Kafka cluster's transaction of the batch (its outputs and changelogs),
-        once per writer."""
-        from kspark.io.kafka import KafkaTopic
-
-        writers = {id(w): w for s in self.topics.values()
-                   if isinstance(s, KafkaTopic) and (w := s.transaction) is not None}
-        if writers:
-            run = self._run_id()
-            for writer in writers.values():
-                writer.commit(run, batch_id)
+    def _sink_locations(self) -> dict[str, TopicLocation]:
+        """The locations the app writes: output topics, changelogs and the dead-letter topic."""
+        names = [*self.topology.external_sink_topics(), *self._changelog_topics().values()]
+        if self.config.dead_letter_topic:
+            names.append(self.config.dead_letter_topic)
+        out = {}
+        for name in names:
+            spec = self.topics.get(name)
+            if not isinstance(spec, TopicLocation):
+                raise StreamsError(f"topic {name!r} is written by {self.application_id!r} but "
+                                   f"its location {spec!r} is not a kspark.io sink")
+            out[name] = spec
+        return out
 
     def _run_id(self, timeout: float = 60.0) -> str:
         """The id of the app's query: it persists in the checkpoint, so a restarted query
@@ -421,9 +400,8 @@ class StreamsApp:
             self._query.stop()
             self._query = None
         for spec in self.topics.values():
-            close = getattr(spec, "close", None)
-            if close is not None:  # e.g. a Kafka sink's producer
-                close()
+            if isinstance(spec, TopicLocation):  # e.g. a Kafka sink's producer
+                spec.close()
 
     def _require_query(self) -> Any:
         if self._query is None:
@@ -435,7 +413,7 @@ class StreamsApp:
         return self._query
 
     def store(self, name: str) -> Any:
-        """A read-only view of store ``name`` (API.md's read methods) over every task, reading
+        """A read-only view of store ``name`` (docs/api.md's read methods) over every task, reading
         the latest committed state of this app's query, running or stopped; it follows new
         commits. Unknown names raise ``InvalidStateStoreError`` listing the stores."""
         from kspark.spark.query import app_info, store_view

@@ -35,8 +35,7 @@ PROVIDER_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 RETRY_FALLBACK_S = 24 * 3600
 RETRY_MISSING_S = 3600
 #: what a Kafka topic's ``source="auto"`` reads with: Spark's connector when the session has it
-#: (True), or kspark's own source (False): the faster of the two in
-#: ``benchmarks/kafka_read_rate.py`` (figures in the README's performance table)
+#: (True), or kspark's own source (False); measured: docs/performance.md#kafka-source-choice
 AUTO_PREFERS_CONNECTOR = False
 
 

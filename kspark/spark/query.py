@@ -37,7 +37,7 @@ def app_info(app: Any) -> dict[str, Any]:
     from kspark.state.changelog import changelog_topic
 
     topology = app.topology
-    stages = app._stages
+    stages = app.plan.stages
     stores: dict[str, Any] = {}
     for index, sub in enumerate(stages):
         for name in sub.stores:

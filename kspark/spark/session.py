@@ -12,23 +12,10 @@ from typing import Any
 
 _ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
-#: JVM options of the local session's driver and executors, before any the user gives
-#: (``spark.*.extraJavaOptions`` come after them and win). Only the client compiler (C1) of
-#: HotSpot's JIT: in kspark's pipelines the JVM moves Arrow batches and state bytes while the
-#: per-record work runs in Python, and on a small machine the server compiler (C2) took 5 to
-#: 11 s of CPU in a ten-batch run, a third of two cores, away from the Python workers.
-#: Measured with ``benchmarks/spark_vs_native.py`` (README, "Performance"): a session count
-#: took 14 to 19 % less time; Spark's own SQL operators run slower under it (native
-#: ``session_window`` 1.3 to 1.6x slower), so a session also running heavy Spark SQL can pass
-#: ``{"spark.driver.defaultJavaOptions": ""}``.
+#: The JIT's client compiler only (the user's options win): docs/performance.md#client-compiler-only
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
-#: How Spark writes checkpoint files (offset and commit logs, state changelogs): through
-#: Hadoop's ``FileSystem`` API, as Spark does for file systems without ``FileContext``. Both
-#: write a temporary file and rename it. Spark's default (``FileContext``) took 40 to 110 ms per
-#: file on this machine, in every state store commit (each Spark task of each micro-batch) and
-#: twice more per micro-batch on the driver; this takes under 2 ms for a changelog and 12 to
-#: 21 ms for a log on the driver (README, "Performance").
+#: Checkpoint files through Hadoop's FileSystem API: docs/performance.md#checkpoint-file-manager
 #: What differs: a log file that must not be overwritten is checked for before the rename
 #: rather than refused by the rename itself. So two processes running one application on one
 #: checkpoint directory at the same moment may both log a batch instead of the second failing
@@ -57,12 +44,11 @@ def spark_home_without_zipped_python() -> str | None:
 
     Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (and py4j's zip) first on every Python
     worker's path. Python compiles modules imported from a zip on every start (a zip has no
-    bytecode cache), which costs about 1 s per process here: twice at each query start (the
-    Python data source runner and the ``transformWithStateInPandas`` schema runner on the
-    driver) and once for every Python worker daemon. The returned directory links everything of
-    the pip-installed Spark home except ``python/``, so workers import the installed pyspark
-    package (the same one this driver runs) from its compiled files instead. None when there is
-    nothing to gain: no zip, or pyspark not installed as a package next to its zip.
+    bytecode cache; the cost: docs/performance.md#zipped-pyspark). The returned directory links
+    everything of the pip-installed Spark home except ``python/``, so workers import the
+    installed pyspark package (the same one this driver runs) from its compiled files instead.
+    None when there is nothing to gain: no zip, or pyspark not installed as a package next to
+    its zip.
     """
     import pyspark
     from pyspark.find_spark_home import _find_spark_home

@@ -1,5 +1,5 @@
 """State stores: in-memory key-value, window and session stores with segments, retention,
-caching and changelogs (SEMANTICS.md §6), and the builders that make them."""
+caching and changelogs (docs/semantics.md §6), and the builders that make them."""
 
 from kspark.state.base import (
     DEFAULT_BUCKETS,

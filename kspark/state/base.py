@@ -9,7 +9,7 @@ code reaches its data only through :meth:`StoreBase._bucket_for` and
 Every effective change goes through :meth:`StoreBase._changed`. With caching off a logged store
 writes it to the changelog at once; with caching on the first old value of each store key is
 kept until :meth:`StoreBase.flush` (the commit), which forwards ``Change(new, old)`` to the flush
-listener and writes the final value to the changelog (SEMANTICS.md §6).
+listener and writes the final value to the changelog (docs/semantics.md §6).
 """
 
 from __future__ import annotations

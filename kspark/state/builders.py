@@ -1,4 +1,4 @@
-"""Store builders: what ``topology.add_state_store`` takes (API.md, Processor API)."""
+"""Store builders: what ``topology.add_state_store`` takes (docs/api.md, Processor API)."""
 
 from __future__ import annotations
 

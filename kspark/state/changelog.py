@@ -2,8 +2,8 @@
 
 A changelog entry is ``(store key, value or None, timestamp)``. On a topic its key is the store
 key in Kafka Streams' layout: the key itself for key-value stores; the key then the window start
-(8 bytes big-endian) for window stores, followed by a 4-byte sequence number when duplicates are
-retained; the key then the session end and start (8 bytes each) for session stores. Keys and
+(8 bytes big-endian) and a 4-byte sequence number (0 unless duplicates are retained) for window
+stores; the key then the session end and start (8 bytes each) for session stores. Keys and
 values use the store's serdes, or kspark's internal pickle serde when the store has none.
 """
 
@@ -66,15 +66,14 @@ class ChangelogCodec:
     def encode_key(self, store_key: Any) -> bytes:
         if self.kind == "key_value":
             return self.key_serde.serialize(store_key) or b""
-        seq = None
+        seq = 0
         if self.kind == "window" and self.retain_duplicates:
             store_key, seq = store_key
         inner = self.key_serde.serialize(store_key.key) or b""
         window = store_key.window
         if self.kind == "session":
             return inner + struct.pack(">qq", window.end, window.start)
-        out = inner + struct.pack(">q", window.start)
-        return out if seq is None else out + struct.pack(">i", seq)
+        return inner + struct.pack(">qi", window.start, seq)
 
     def decode_key(self, data: bytes) -> Any:
         if self.kind == "key_value":
@@ -82,15 +81,12 @@ class ChangelogCodec:
         if self.kind == "session":
             end, start = struct.unpack(">qq", data[-16:])
             return Windowed(self.key_serde.deserialize(data[:-16]), Window(start, end))
-        seq = None
-        if self.retain_duplicates:
-            (seq,) = struct.unpack(">i", data[-4:])
-            data = data[:-4]
-        (start,) = struct.unpack(">q", data[-8:])
+        start, seq = struct.unpack(">qi", data[-12:])
         windowed = Windowed(
-            self.key_serde.deserialize(data[:-8]), Window(start, start + (self.window_size_ms or 0))
+            self.key_serde.deserialize(data[:-12]),
+            Window(start, start + (self.window_size_ms or 0)),
         )
-        return windowed if seq is None else (windowed, seq)
+        return (windowed, seq) if self.retain_duplicates else windowed
 
     def encode_value(self, value: Any) -> bytes | None:
         return self.value_serde.serialize(value)

@@ -1,4 +1,4 @@
-"""The in-memory key-value store (SEMANTICS.md §6)."""
+"""The in-memory key-value store (docs/semantics.md §6)."""
 
 from __future__ import annotations
 

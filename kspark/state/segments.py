@@ -1,4 +1,4 @@
-"""Segments and retention shared by the window and session stores (SEMANTICS.md §6).
+"""Segments and retention shared by the window and session stores (docs/semantics.md §6).
 
 Time-keyed data is split into segments of ``segment_interval_ms`` by a *segment timestamp* (window
 start, session end). The store tracks ``observed_stream_time``, the largest segment timestamp of

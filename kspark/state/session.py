@@ -1,5 +1,5 @@
 """The in-memory session store (KIP-94): aggregates keyed by ``(key, end, start)``, segmented
-by session end (SEMANTICS.md §6)."""
+by session end (docs/semantics.md §6)."""
 
 from __future__ import annotations
 

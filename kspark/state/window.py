@@ -1,5 +1,5 @@
 """The in-memory window store: values keyed by ``(key, window start)``, segmented by window
-start (SEMANTICS.md §6)."""
+start (docs/semantics.md §6)."""
 
 from __future__ import annotations
 

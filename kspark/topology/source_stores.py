@@ -1,5 +1,5 @@
 """Read-only source stores: a store restored from (and kept current by) another application's
-changelog topic (SEMANTICS.md §7, seed 004).
+changelog topic (docs/semantics.md §7, seed 004).
 
 The changelog topic is an ordinary source of the topology whose serdes decode changelog records
 into store entries (:class:`~kspark.state.changelog.ChangelogCodec`); its records go to a

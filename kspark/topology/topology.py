@@ -160,7 +160,7 @@ class Topology:
     ) -> Topology:
         """Add a read-only store restored from ``topic``, another application's changelog of
         a store like ``store_builder`` (same kind, window size, serdes), and kept current as
-        that application writes it (SEMANTICS.md §7). ``topic`` becomes a source of this
+        that application writes it (docs/semantics.md §7). ``topic`` becomes a source of this
         topology (give its location in ``StreamsApp(topics=...)``); the named processors may
         read the store and writing it raises. The store keeps no changelog of its own: its
         builder's logging and caching are turned off."""

@@ -1,4 +1,4 @@
-"""KGroupedStream count / reduce / aggregate (SEMANTICS.md §4, §6 caching)."""
+"""KGroupedStream count / reduce / aggregate (docs/semantics.md §4, §6 caching)."""
 
 from __future__ import annotations
 

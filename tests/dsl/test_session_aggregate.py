@@ -1,4 +1,4 @@
-"""Session-window aggregation processor (SEMANTICS.md §2): merging, tombstones, late records,
+"""Session-window aggregation processor (docs/semantics.md §2): merging, tombstones, late records,
 caching and on_window_close, through the test driver on a hand-built topology."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Randomized checks of the session aggregation against the definition (SEMANTICS.md §2)."""
+"""Randomized checks of the session aggregation against the definition (docs/semantics.md §2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """suppress(until_window_closes) behind real windowed aggregations, and its boundary next to
-on_window_close's (SEMANTICS.md §2.7: suppress releases once end <= close, on_window_close
+on_window_close's (docs/semantics.md §2.7: suppress releases once end <= close, on_window_close
 once close > end)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tumbling and hopping window aggregation (SEMANTICS.md §3) on a hand-built topology."""
+"""Tumbling and hopping window aggregation (docs/semantics.md §3) on a hand-built topology."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The test driver with stores, bad input and user errors (SEMANTICS.md §8)."""
+"""The test driver with stores, bad input and user errors (docs/semantics.md §8)."""
 
 from __future__ import annotations
 

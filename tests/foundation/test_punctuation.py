@@ -1,4 +1,4 @@
-"""Punctuation exactly as SEMANTICS.md §5 (seed 002 by its code's rule)."""
+"""Punctuation exactly as docs/semantics.md §5 (seed 002 by its code's rule)."""
 
 from __future__ import annotations
 

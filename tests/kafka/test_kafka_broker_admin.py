@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import types
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
@@ -18,6 +17,7 @@ from kafka_util import BASE_MS, consume, create, produce
 from kspark.examples.sessions import topology as sessions_topology
 from kspark.kafka import EmbeddedBroker, TopicError, TopicSpec, ensure_topics, topology_topics
 from kspark.kafka.reader import OffsetLookup, OffsetRange, limit_ranges, plan_start, read_range
+from kspark.topology.plan import ExecutionPlan
 
 pytestmark = pytest.mark.kafka
 
@@ -99,12 +99,9 @@ def test_ensure_topics_creates_then_verifies(bootstrap, topic):
 
 
 def test_topology_topics_lists_outputs_and_compacted_changelogs():
-    app = types.SimpleNamespace(
-        topology=sessions_topology(),
-        application_id="shop",
-        topics={"clicks": types.SimpleNamespace(num_partitions=6), "session-counts": None},
-    )
-    specs = {s.name: s for s in topology_topics(app)}
+    topology = sessions_topology()
+    plan = ExecutionPlan.of(topology, {"clicks": 6, "session-counts": None})
+    specs = {s.name: s for s in topology_topics("shop", topology, plan, None)}
     assert specs["session-counts"].partitions == 6 and specs["session-counts"].role == "output"
     assert specs["session-pages"].partitions == 6
     log = specs["shop-session-counts-changelog"]

@@ -1,5 +1,6 @@
 """A store's changelog on Apache Kafka is compacted as Kafka Streams configures it, and the
-compacted changelog restores the same store as the full history it replaced (SEMANTICS.md §7)."""
+compacted changelog restores the same store as the full history it replaced
+(docs/semantics.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Store reuse on Kafka (SEMANTICS.md §7, seed 004): application B restores application A's
+"""Store reuse on Kafka (docs/semantics.md §7, seed 004): application B restores application A's
 window store from A's changelog topic on the broker and creates no changelog or copy topic of
 its own (checked by listing the broker's topics)."""
 
@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from kafka_util import BASE_MS, create, produce
+from kafka_util import create, produce
 
 from kspark import Materialized, Stores, StreamsBuilder, TimeWindows, Topology, io, serdes
 from kspark.kafka.admin import matching_topics
@@ -38,7 +39,9 @@ def test_b_restores_a_store_from_its_kafka_changelog_without_topics_of_its_own(
     app_a, app_b = f"{prefix}app-a", f"{prefix}app-b"
     a_log = changelog_topic(app_a, STORE)
     create(bootstrap, f"{prefix}events", 2)
-    events = [(f"user-{i % 5}", {"type": "abc"[i % 3]}, BASE_MS + i * DAY // 20)
+    # ten days ago: the changelog deletes records older than the store's retention + 1 day
+    base = (int(time.time() * 1000) // DAY - 10) * DAY
+    events = [(f"user-{i % 5}", {"type": "abc"[i % 3]}, base + i * DAY // 20)
               for i in range(200)]
     produce(bootstrap, f"{prefix}events", events, partitions=2)
 

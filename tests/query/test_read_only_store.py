@@ -1,4 +1,4 @@
-"""Read-only source stores in the test driver (SEMANTICS.md §7) and read-only query views."""
+"""Read-only source stores in the test driver (docs/semantics.md §7) and read-only query views."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Store reuse on Spark (SEMANTICS.md §7): application B reads application A's window store
+"""Store reuse on Spark (docs/semantics.md §7): application B reads application A's window store
 from A's changelog directory, kept current while both run, restored again from scratch, and
 B writes no changelog or copy of it."""
 

@@ -1,4 +1,4 @@
-"""Bad input and failing user code on Spark (SEMANTICS.md §8)."""
+"""Bad input and failing user code on Spark (docs/semantics.md §8)."""
 
 from __future__ import annotations
 

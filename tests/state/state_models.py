@@ -1,5 +1,5 @@
-"""Reference models of the stores, written from SEMANTICS.md §6 and the store brief, not from the
-store code: plain dicts, a list sort per query, expiry computed from the spec's rules."""
+"""Reference models of the stores, written from docs/semantics.md §6 and the store brief, not
+from the store code: plain dicts, a list sort per query, expiry computed from the spec's rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Caching and changelog behaviour of the stores (SEMANTICS.md §6)."""
+"""Caching and changelog behaviour of the stores (docs/semantics.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Segments and retention with explicit numbers (SEMANTICS.md §6)."""
+"""Segments and retention with explicit numbers (docs/semantics.md §6)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,62 @@
+"""How a topology runs: its stages in order, how many tasks each has, and the partition count of
+every topic it reads or writes, computed in one place from the partitions of its topics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kspark.errors import TopologyError
+from kspark.topology.topology import SubTopology, Topology
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """``stages``: the sub-topologies, each after those whose output it reads. ``upstream``: the
+    largest partition count of the source topics. ``partitions``: every topic with a location,
+    and every internal topic, with its partition count (a sink without one of its own takes
+    ``upstream``, as Kafka Streams creates output and repartition topics). ``tasks``: tasks per
+    stage, the largest partition count of all, so every topic's partition has its task; a
+    store's changelog has one partition per task."""
+
+    stages: tuple[SubTopology, ...]
+    upstream: int
+    partitions: Mapping[str, int]
+    tasks: int
+
+    @classmethod
+    def of(cls, topology: Topology, located: Mapping[str, int | None]) -> ExecutionPlan:
+        """The plan of ``topology`` whose topics have the partition counts ``located`` (topic
+        -> partitions, ``None`` where not known yet)."""
+        sources = topology.external_source_topics()
+        upstream = max([located.get(t) or 1 for t in sources] or [1])
+        partitions = {t: n or (1 if t in sources else upstream) for t, n in located.items()}
+        for topic, n in topology.internal_topics.items():
+            partitions[topic] = n or upstream
+        return cls(ordered_stages(topology), upstream, partitions,
+                   max(partitions.values(), default=1))
+
+    def partitions_of(self, topic: str) -> int:
+        """The partition count of ``topic`` (``upstream`` for a topic with no location)."""
+        return self.partitions.get(topic, self.upstream)
+
+
+def ordered_stages(topology: Topology) -> tuple[SubTopology, ...]:
+    """The sub-topologies in an order where each comes after every one whose output it reads."""
+    subs = topology.sub_topologies()
+    writers = {t: s.id for s in subs for t in s.sink_topics}
+    done: list[SubTopology] = []
+    pending = list(subs)
+    while pending:
+        finished = {d.id for d in done}
+        ready = [s for s in pending
+                 if all(writers.get(t) in (None, s.id) or writers[t] in finished
+                        for t in s.source_topics)]
+        if not ready:
+            raise TopologyError(
+                "sub-topologies read each other's output in a cycle: "
+                f"{[s.source_topics for s in pending]}"
+            )
+        done.append(ready[0])
+        pending.remove(ready[0])
+    return tuple(done)
