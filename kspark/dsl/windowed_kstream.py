@@ -1,8 +1,7 @@
 """Windowed grouped streams: aggregations per key and session / time / sliding window.
 
-The processors and stores come from :mod:`kspark.dsl.session_aggregate`,
-:mod:`kspark.dsl.time_window_aggregate` and :mod:`kspark.dsl.sliding_window_aggregate`
-(imported when an aggregation is added). The resulting KTables have
+The processors and stores come from :mod:`kspark.dsl.windowing` (session, time and sliding
+windows). The resulting KTables have
 :class:`~kspark.windows.Windowed` keys; when the grouping's key serde is known, their key serde
 is :class:`~kspark.serdes.SessionWindowed` / :class:`~kspark.serdes.TimeWindowed` of it (window
 size: the time difference for sliding windows), as in Kafka Streams. Records with a null key or
@@ -19,12 +18,12 @@ from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.graph import store_name_for
 from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized, as_materialized
-from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
-from kspark.dsl.sliding_window_aggregate import (
+from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
+from kspark.dsl.windowing.sliding import (
     SlidingWindowAggregateProcessor,
     sliding_window_store_builder,
 )
-from kspark.dsl.time_window_aggregate import (
+from kspark.dsl.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )

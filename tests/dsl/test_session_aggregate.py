@@ -12,8 +12,8 @@ import pytest
 from kspark import serdes
 from kspark.config import StreamsConfig
 from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
-from kspark.dsl.time_window_aggregate import LAST_EMIT, OBSERVED
+from kspark.dsl.windowing.common import LAST_EMIT, OBSERVED
+from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
 from kspark.runtime.metrics import Metrics

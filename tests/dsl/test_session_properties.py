@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kspark import serdes
 from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
+from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
 from kspark.processor.api import Processor
 from kspark.records import Record
 from kspark.testing import TopologyTestDriver

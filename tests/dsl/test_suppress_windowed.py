@@ -9,9 +9,9 @@ from typing import Any
 
 from kspark import serdes
 from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.session_aggregate import SessionWindowAggregateProcessor, session_store_builder
 from kspark.dsl.suppress import BufferConfig, Suppressed, SuppressProcessor, suppress_store_builder
-from kspark.dsl.time_window_aggregate import (
+from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
+from kspark.dsl.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )

@@ -9,8 +9,8 @@ import pytest
 
 from kspark import serdes
 from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.time_window_aggregate import (
-    LAST_EMIT,
+from kspark.dsl.windowing.common import LAST_EMIT
+from kspark.dsl.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )

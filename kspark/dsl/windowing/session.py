@@ -1,0 +1,204 @@
+"""Session-window aggregation (docs/semantics.md §2, seeds 000 and 003).
+
+Per record ``(k, v, ts)``: ``close = observed stream time - grace - gap``; the sessions of ``k``
+with ``end >= ts - gap`` and ``start <= ts + gap`` are merged (``merger``, starting from
+``initializer()``) into ``[min(ts, starts), max(ts, ends)]``. A merged window ending before the
+close time is late (dropped, counted). Otherwise each merged session is removed and a tombstone
+forwarded for it (unless the merged window is exactly ``[ts, ts]``), the record is aggregated and
+the merged session stored and forwarded with timestamp = its end.
+
+``on_window_close`` forwards nothing per record; each session is forwarded once, as
+``Change(final, None)`` with timestamp = its end, once ``close > end``. A session merged away by
+the record that closes it is never forwarded. (As in Kafka Streams, a record with
+``close <= ts <= end + gap`` can still merge a session whose end is below the close time; a
+session already forwarded as final is then followed by the merged one.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sortedcontainers import SortedSet
+
+from kspark.dsl.aggregations import Aggregation
+from kspark.dsl.processors import change_forwarder
+from kspark.dsl.windowing.common import (
+    LAST_EMIT,
+    OBSERVED,
+    drop_expired,
+    drop_null,
+    emit_strategy_type,
+    materialized_options,
+    observe,
+    resolve_retention,
+)
+from kspark.dsl.windowing.session_batch import SessionBatch
+from kspark.dsl.windowing.session_merge import merged_session
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.processor.batch import BatchProcessor, RecordBatch, StreamTimeFollower
+from kspark.records import Change, Record, event_time
+from kspark.state.builders import StoreBuilder, Stores
+from kspark.state.session import InMemorySessionStore
+from kspark.windows import EmitStrategy, EmitType, SessionWindows, Window, Windowed
+
+
+def session_store_builder(
+    store_name: str, windows: SessionWindows, materialized: Any
+) -> StoreBuilder:
+    """The session store of a session-windowed aggregation.
+
+    Retention defaults to gap + grace; a smaller ``Materialized`` retention raises
+    ``ValueError``. The store is built with at least gap + grace + 1 ms: a session whose end
+    equals the close time must still be found to merge (docs/semantics.md §2.5), and the store
+    expires sessions with ``end <= observed - retention``."""
+    opts = materialized_options(materialized)
+    minimum = windows.default_retention_ms
+    retention = resolve_retention(
+        store_name, opts["retention"], minimum, "the session inactivity gap plus the grace period"
+    )
+    return Stores.session_store(
+        store_name,
+        max(retention, minimum + 1),
+        key_serde=opts["key_serde"],
+        value_serde=opts["value_serde"],
+        caching=opts["caching"],
+        logging=opts["logging"],
+    )
+
+
+class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollower):
+    """Aggregates records into session windows, merging sessions a record bridges."""
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SessionWindows,
+        aggregation: Aggregation,
+        emit_strategy: EmitStrategy | None = None,
+    ) -> None:
+        if not isinstance(windows, SessionWindows):
+            raise TypeError(f"windows must be SessionWindows, got {windows!r}")
+        initializer, aggregator, merger = aggregation.functions()
+        if merger is None:
+            raise TypeError("a session window aggregation needs a merger")
+        self.store_name = store_name
+        self.windows = windows
+        self.aggregation = aggregation
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+        self.emit_final = emit_strategy_type(emit_strategy) is EmitType.ON_WINDOW_CLOSE
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store: Any = context.get_state_store(self.store_name)
+        self.state = context.processor_state
+        self.caching = False if self.emit_final else self.store.set_flush_listener(
+            change_forwarder(context), batched=True
+        )
+        #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
+        #: from the store on first use (so also after a restart)
+        self._pending: SortedSet | None = None
+        #: set while :meth:`process_batch` runs single records: emission is computed there
+        self._in_batch = False
+
+    def _forward_update(self, windowed: Windowed, new: Any, old: Any) -> None:
+        if not self.emit_final and not self.caching:
+            self.context.forward(Record(windowed, Change(new, old), windowed.window.end))
+
+    def process(self, record: Record) -> None:
+        if drop_null(self.context, record):
+            return
+        key, ts = record.key, event_time(record)
+        gap = self.windows.inactivity_gap_ms
+        observed = observe(self.state, ts)
+        close = observed - self.windows.grace_ms - gap
+        closed = self._closed_sessions(close) if self.emit_final and not self._in_batch else None
+
+        found = self.store.find_sessions(key, ts - gap, ts + gap)
+        start, end, agg = merged_session(
+            key, ts, [(kv.key.window.start, kv.key.window.end, kv.value) for kv in found],
+            self.initializer, self.merger,
+        )
+        merged = Window(start, end)
+        removed: set[Windowed] = set()
+        if end < close:
+            drop_expired(self.context, record, merged, close, observed)
+        else:
+            if start != ts or end != ts:
+                for kv in found:
+                    self.store.remove(kv.key)
+                    removed.add(kv.key)
+                    self._forward_update(kv.key, None, kv.value)
+            agg = self.aggregator(key, record.value, agg)
+            windowed = Windowed(key, merged)
+            self.store.put(windowed, agg)
+            self._forward_update(windowed, agg, None)
+            if self._pending is not None:
+                for w in removed:
+                    self._pending.discard((w.window.end, w.window.start, key))
+                self._pending.add((end, start, key))
+
+        if closed is not None:
+            for windowed, final in closed:
+                if windowed not in removed:
+                    self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
+            self.state[LAST_EMIT] = close
+
+    def advance_stream_time(self, timestamp: int) -> None:
+        """Move observed stream time to ``timestamp`` without a record (idle closing), forwarding
+        the sessions that closes under on_window_close."""
+        observed = observe(self.state, timestamp)
+        if self.emit_final:
+            close = observed - self.windows.grace_ms - self.windows.inactivity_gap_ms
+            closed = self._closed_sessions(close)
+            if closed is not None:
+                for windowed, final in closed:
+                    self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
+                self.state[LAST_EMIT] = close
+
+    def _closed_sessions(self, close: int) -> list[tuple[Windowed, Any]] | None:
+        """Sessions with ``last emitted close <= end < close`` (with their aggregates, read
+        before this record changes the store), or ``None`` if the close time has not moved."""
+        last = self.state.get(LAST_EMIT)
+        if last is not None and close <= last:
+            return None
+        pending = self._pending
+        if pending is None:
+            floor = -1 if last is None else last
+            pending = self._pending = SortedSet(
+                (kv.key.window.end, kv.key.window.start, kv.key.key)
+                for kv in self.store.all()
+                if kv.key.window.end >= floor
+            )
+        out = []
+        while pending and pending[0][0] < close:
+            end, start, key = pending.pop(0)
+            agg = self.store.fetch_session(key, start, end)
+            if agg is not None:
+                out.append((Windowed(key, Window(start, end)), agg))
+        return out
+
+    # -- vectorised batch path -----------------------------------------------------------------
+    def process_batch(self, view: RecordBatch) -> int | None:
+        """Process a whole batch at once, with exactly the store contents, forwarded records,
+        counters and persisted state of :meth:`process` record by record (see
+        :class:`SessionBatch`). Returns the number of records handled vectorised, or ``None``
+        (nothing done) when the batch must go record by record."""
+        store = self.store
+        gap, grace = self.windows.inactivity_gap_ms, self.windows.grace_ms
+        observed = self.state.get(OBSERVED, -1)
+        last_emit = self.state.get(LAST_EMIT)
+        if (
+            type(store) is not InMemorySessionStore
+            or store.read_only
+            or (not self.emit_final and not self.caching)  # forwards every update
+            # a logged store without a cache logs every write: record by record
+            or (store.logging and view.captures_changelog(store.name) and not store.caching)
+            or view.stores_of_other_nodes(store.name)
+            or store.observed_stream_time != observed
+            or store.retention_ms <= gap + grace
+            or (last_emit is not None and last_emit > observed - grace - gap)
+        ):
+            return None
+        return SessionBatch(self, view, observed, last_emit).run()
