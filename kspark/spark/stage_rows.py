@@ -3,7 +3,6 @@ input rows, run the task, and turn its output into rows, as columns with pandas 
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
@@ -15,6 +14,7 @@ import pyarrow as pa
 from kspark.hashing import kafka_partitions
 from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
+from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch
 from kspark.spark.packing import (
     FILE_PREFIX,
@@ -26,8 +26,6 @@ from kspark.spark.packing import (
 from kspark.state.changelog import ChangelogCodec
 
 OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
-#: repartition rows get offsets ``upstream_partition * UPSTREAM_STRIDE + seq``
-UPSTREAM_STRIDE = 1 << 40
 
 
 def stage_batch(
@@ -331,54 +329,16 @@ def _codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _ordered(frame: Columns | pd.DataFrame, repartition_topics: Collection[str] = ()
              ) -> SourceBatch:
-    """Records of each topic-partition in offset order; across topics, the one whose next
-    record has the smallest timestamp goes first (as a Kafka Streams task chooses). Built as
-    columns, without a Python object per record.
-
-    A repartition topic's rows come from several upstream tasks, each in its own offset range
-    (``upstream * UPSTREAM_STRIDE + seq``) and written side by side within the micro-batch;
-    each upstream task's rows are merged by timestamp like a topic of their own, as they
-    would interleave on a Kafka partition, rather than one upstream task after another."""
+    """The task's records in processing order (:mod:`kspark.runtime.partition_group`), as
+    columns, without a Python object per record."""
     topics = np.asarray(frame["topic"], dtype=object)
-    offsets = np.asarray(frame["offset"], dtype=np.int64)
-    stamps = np.asarray(frame["timestamp"], dtype=np.int64)
-    names = pd.unique(topics)
-    split = [n for n in names if n in repartition_topics]
-    if len(names) <= 1 and not split:
-        order = None if _ascending(offsets) else np.argsort(offsets, kind="stable")
-        topic = str(names[0]) if len(names) else ""
-        return _batch(frame, order, topic, None)
-    runs = []
-    for name in sorted(names):
-        idx = np.flatnonzero(topics == name)
-        idx = idx[np.argsort(offsets[idx], kind="stable")]
-        if name in split:
-            upstream = offsets[idx] // UPSTREAM_STRIDE
-            cuts = np.flatnonzero(upstream[1:] != upstream[:-1]) + 1
-            runs.extend(np.split(idx, cuts))
-        else:
-            runs.append(idx)
-    if len(runs) == 1:
-        order = runs[0]
-        topic = str(names[0])
-        return _batch(frame, None if _ascending(order) else order, topic, None)
-    heads = [(int(stamps[run[0]]), i, 0) for i, run in enumerate(runs)]
-    heapq.heapify(heads)
-    merged: list[int] = []
-    while heads:
-        _, i, j = heapq.heappop(heads)
-        run = runs[i]
-        merged.append(int(run[j]))
-        if j + 1 < len(run):
-            heapq.heappush(heads, (int(stamps[run[j + 1]]), i, j + 1))
-    order = np.array(merged, dtype=np.int64)
-    if len(names) == 1:
-        return _batch(frame, order, str(names[0]), None)
-    return _batch(frame, order, None, topics[order].tolist())
-
-
-def _ascending(values: np.ndarray) -> bool:
-    return len(values) < 2 or bool((values[1:] >= values[:-1]).all())
+    order, names = processing_order(
+        topics, np.asarray(frame["offset"], dtype=np.int64),
+        np.asarray(frame["timestamp"], dtype=np.int64), repartition_topics)
+    if len(names) <= 1:
+        return _batch(frame, order, names[0] if names else "", None)
+    ordered = topics if order is None else topics[order]
+    return _batch(frame, order, None, ordered.tolist())
 
 
 def _batch(
