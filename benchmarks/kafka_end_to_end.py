@@ -30,6 +30,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from machine import Steal, load_text
+
 from kspark import io
 from kspark.examples.sessions import PAGES, generate_clicks, topology
 from kspark.hashing import kafka_partition
@@ -82,6 +84,7 @@ def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: st
     print(f"produced {len(clicks):,} clicks in {produce_s:.1f} s "
           f"({len(clicks) / produce_s:,.0f} records/s)")
     app = _app(bootstrap, spark, workdir, True, args.per_trigger)
+    steal = Steal()
     started = time.time()
     app.start()
     try:
@@ -97,7 +100,8 @@ def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: st
     print(f"topic to topic: {len(clicks):,} records in {elapsed:.1f} s = "
           f"{len(clicks) / elapsed:,.0f} records/s on {args.master} "
           f"({len(progress)} micro-batches, {sessions:,} closed sessions written, "
-          f"{metrics['dropped-records-total']:,} drops)")
+          f"{metrics['dropped-records-total']:,} drops; {Steal.text(steal.fraction())}, "
+          f"{load_text()})")
     for p in progress:
         d = p["durationMs"]
         print(f"  batch {p['batchId']}: {p['numInputRows']:,} rows, "
@@ -153,6 +157,7 @@ def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) 
     app.process_all_available()
     warm_batches = len(app.query.recentProgress)
     sent: list[tuple[str, int]] = []
+    steal = Steal()
     started = time.time()
     n = 0
     try:
@@ -190,7 +195,8 @@ def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) 
     print(f"steady input: {n:,} clicks at {rate:,.0f} records/s for {args.seconds} s "
           f"({args.users:,} users); all processed {caught_up - args.seconds:.1f} s after the "
           f"input stopped; {len(batches)} micro-batches, median batch "
-          f"{statistics.median(durations) if durations else 0:.2f} s")
+          f"{statistics.median(durations) if durations else 0:.2f} s; "
+          f"{Steal.text(steal.fraction())}, {load_text()}")
     if delays:
         print(f"produce-to-output latency over {len(delays):,} clicks after a "
               f"{args.warmup} s warm-up: median {statistics.median(delays) / 1000:.2f} s, "
