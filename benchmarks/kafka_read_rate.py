@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from kafka_end_to_end import PARTITIONS, _producer
-from spark_vs_native import Steal
+from machine import Steal
 
 from kspark import io
 from kspark.examples.sessions import generate_clicks

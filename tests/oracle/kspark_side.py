@@ -1,0 +1,352 @@
+"""The oracle's shapes built with kspark's DSL / Processor API and run through kspark's
+``TopologyTestDriver``, with output in the oracle's normalised form (see ``oracle.py``).
+
+Every shape, parameter and user function here mirrors ``oracle/src/main/java/kspark/oracle/
+Oracle.java``; ``tests/oracle/README.md`` documents them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark import (
+    BufferConfig,
+    EmitStrategy,
+    Materialized,
+    Processor,
+    PunctuationType,
+    SessionWindows,
+    SlidingWindows,
+    Stores,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+    Topology,
+    TopologyTestDriver,
+    Windowed,
+    serdes,
+)
+from kspark.records import Record
+
+COMMON = {"store_type", "emit_interval"}  # oracle-only settings, ignored here
+SHAPES: dict[str, set[str]] = {
+    "session": {"op", "gap", "grace", "emit", "caching", "suppress", "retention"},
+    "time_window": {"op", "size", "advance", "grace", "emit", "caching", "suppress", "retention"},
+    "sliding": {"op", "diff", "grace", "emit", "caching", "suppress", "retention"},
+    "stream_aggregate": {"op", "caching", "suppress"},
+    "table_aggregate": {"op", "groups", "caching", "source_caching"},
+    "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"},
+}
+VALUE_OPS = {"count", "sum", "reduce_sum", "reduce_max", "concat", "reduce_concat"}
+STRING_OPS = {"concat", "reduce_concat"}
+
+
+class CaseError(ValueError):
+    """A case kspark's side cannot build (unknown shape or parameter)."""
+
+
+# -- the user functions of each op (the same as the oracle's) -------------------------------------
+def _zero() -> int:
+    return 0
+
+
+def _empty() -> str:
+    return ""
+
+
+def _sum(key: Any, value: Any, agg: Any) -> Any:
+    return agg + value
+
+
+def _merge(key: Any, a: Any, b: Any) -> Any:
+    return a + b
+
+
+REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "reduce_sum": lambda a, b: a + b,
+    "reduce_max": max,
+    "reduce_concat": lambda a, b: a + b,
+}
+
+
+def group(value: int, groups: int) -> str:
+    """The table shape's group of a row: ``"g" + floorMod(value, groups)``."""
+    return f"g{value % groups}"
+
+
+# -- parameters ------------------------------------------------------------------------------------
+class Params:
+    def __init__(self, shape: str, params: dict[str, Any] | None) -> None:
+        self.shape = shape
+        self.p = dict(params or {})
+        unknown = set(self.p) - SHAPES[shape] - COMMON
+        if unknown:
+            raise CaseError(f"unknown parameter {sorted(unknown)[0]!r} for shape {shape!r}")
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.p.get(name)
+        return default if value is None else value
+
+
+def _value_serde(op: str) -> serdes.Serde:
+    return serdes.String() if op in STRING_OPS else serdes.Long()
+
+
+def _materialized(p: Params, windowed: bool) -> Materialized:
+    retention = p.get("retention") if windowed else None
+    return Materialized("store", retention=retention, caching=p.get("caching", True))
+
+
+def _suppress(p: Params, table: Any) -> Any:
+    s = p.get("suppress")
+    if s is None:
+        return table
+    if s["type"] == "window_close":
+        return table.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    if s["type"] == "time_limit":
+        max_records = s.get("max_records")
+        buffer = (BufferConfig.unbounded() if max_records is None
+                  else BufferConfig.max_records(max_records))
+        return table.suppress(Suppressed.until_time_limit(s["limit"], buffer))
+    raise CaseError(f"unknown suppress type {s['type']!r}")
+
+
+def _emit(windowed: Any, p: Params) -> Any:
+    if p.get("emit", "update") == "close":
+        return windowed.emit_strategy(EmitStrategy.on_window_close())
+    return windowed
+
+
+def _windowed_aggregate(windowed: Any, op: str, m: Materialized, session: bool) -> Any:
+    if op == "count":
+        return windowed.count(m)
+    if op in ("sum", "concat"):
+        init = _zero if op == "sum" else _empty
+        if session:
+            return windowed.aggregate(init, _sum, _merge, m)
+        return windowed.aggregate(init, _sum, m)
+    return windowed.reduce(REDUCERS[op], m)
+
+
+class Built:
+    def __init__(self, topology: Any, in_value: serdes.Serde, out_key: serdes.Serde,
+                 out_value: serdes.Serde, stores: dict[str, str]) -> None:
+        self.topology = topology
+        self.in_value = in_value
+        self.out_key = out_key
+        self.out_value = out_value
+        self.stores = stores
+
+
+def _session(p: Params) -> Built:
+    op = p.get("op")
+    gap, grace = p.get("gap"), p.get("grace", 0)
+    windows = (SessionWindows.of_inactivity_gap_with_no_grace(gap) if grace == 0
+               else SessionWindows.of_inactivity_gap_and_grace(gap, grace))
+    builder = StreamsBuilder()
+    vs = _value_serde(op)
+    windowed = _emit(builder.stream("in", serdes.String(), vs).group_by_key().windowed_by(windows),
+                     p)
+    table = _windowed_aggregate(windowed, op, _materialized(p, True), True)
+    key_serde = serdes.SessionWindowed(serdes.String())
+    _suppress(p, table).to_stream().to("out", key_serde, _value_serde(op))
+    return Built(builder.build(), vs, key_serde, _value_serde(op), {"store": "session"})
+
+
+def _time_window(p: Params, sliding: bool) -> Built:
+    op = p.get("op")
+    grace = p.get("grace", 0)
+    if sliding:
+        size = p.get("diff")
+        windows: Any = (SlidingWindows.of_time_difference_with_no_grace(size) if grace == 0
+                        else SlidingWindows.of_time_difference_and_grace(size, grace))
+    else:
+        size = p.get("size")
+        advance = p.get("advance", size)
+        windows = (TimeWindows.of_size_with_no_grace(size) if grace == 0
+                   else TimeWindows.of_size_and_grace(size, grace))
+        if advance != size:
+            windows = windows.advance_by(advance)
+    builder = StreamsBuilder()
+    vs = _value_serde(op)
+    windowed = _emit(builder.stream("in", serdes.String(), vs).group_by_key().windowed_by(windows),
+                     p)
+    table = _windowed_aggregate(windowed, op, _materialized(p, True), False)
+    key_serde = serdes.TimeWindowed(serdes.String(), size)
+    _suppress(p, table).to_stream().to("out", key_serde, _value_serde(op))
+    return Built(builder.build(), vs, key_serde, _value_serde(op), {"store": "window"})
+
+
+def _stream_aggregate(p: Params) -> Built:
+    op = p.get("op")
+    builder = StreamsBuilder()
+    vs = _value_serde(op)
+    grouped = builder.stream("in", serdes.String(), vs).group_by_key()
+    m = _materialized(p, False)
+    if op == "count":
+        table = grouped.count(m)
+    elif op in ("sum", "concat"):
+        table = grouped.aggregate(_zero if op == "sum" else _empty, _sum, m)
+    else:
+        table = grouped.reduce(REDUCERS[op], m)
+    _suppress(p, table).to_stream().to("out", serdes.String(), _value_serde(op))
+    return Built(builder.build(), vs, serdes.String(), _value_serde(op), {"store": "kv_ts"})
+
+
+def _table_aggregate(p: Params) -> Built:
+    op = p.get("op")
+    groups = p.get("groups", 3)
+    builder = StreamsBuilder()
+    source = Materialized("source", caching=p.get("source_caching", True))
+    grouped = builder.table("in", serdes.String(), serdes.Long(), materialized=source).group_by(
+        lambda k, v: (group(v, groups), v), key_serde=serdes.String(), value_serde=serdes.Long())
+    m = Materialized("store", caching=p.get("caching", True))
+    if op == "sum":
+        table = grouped.aggregate(_zero, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v, m)
+    elif op == "count":
+        table = grouped.count(m)
+    elif op == "reduce_sum":
+        table = grouped.reduce(lambda a, b: a + b, lambda a, b: a - b, m)
+    else:
+        raise CaseError(f"unknown op {op!r} for shape 'table_aggregate'")
+    table.to_stream().to("out", serdes.String(), serdes.Long())
+    return Built(builder.build(), serdes.Long(), serdes.String(), serdes.Long(),
+                 {"source": "kv_ts", "store": "kv_ts"})
+
+
+class SumProcessor(Processor):
+    """The oracle's SumProcessor: a running sum per key in "store", forwarded per record;
+    punctuators forward ("@stream" / "@wall", total of all sums) at the punctuation time and
+    cancel themselves after ``*_cancel_after`` fires."""
+
+    def __init__(self, stream_interval: int | None, wall_interval: int | None,
+                 stream_cancel_after: int | None, wall_cancel_after: int | None) -> None:
+        self.stream_interval, self.wall_interval = stream_interval, wall_interval
+        self.stream_cancel_after, self.wall_cancel_after = stream_cancel_after, wall_cancel_after
+        self.fires = {"@stream": 0, "@wall": 0}
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("store")
+        if self.stream_interval is not None:
+            self.stream_schedule = context.schedule(
+                self.stream_interval, PunctuationType.STREAM_TIME,
+                lambda ts: self._punctuate("@stream", ts, self.stream_cancel_after,
+                                           self.stream_schedule))
+        if self.wall_interval is not None:
+            self.wall_schedule = context.schedule(
+                self.wall_interval, PunctuationType.WALL_CLOCK_TIME,
+                lambda ts: self._punctuate("@wall", ts, self.wall_cancel_after,
+                                           self.wall_schedule))
+
+    def _punctuate(self, name: str, ts: int, cancel_after: int | None, schedule: Any) -> None:
+        self.fires[name] += 1
+        total = sum(kv.value for kv in self.store.all())
+        self.context.forward(Record(name, total, ts))
+        if cancel_after is not None and self.fires[name] >= cancel_after:
+            schedule.cancel()
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        if record.value is None:
+            self.store.delete(record.key)
+            self.context.forward(record.with_value(None))
+            return
+        old = self.store.get(record.key)
+        total = (0 if old is None else old) + record.value
+        self.store.put(record.key, total)
+        self.context.forward(record.with_value(total))
+
+
+def _punctuator(p: Params) -> Built:
+    args = (p.get("stream_interval"), p.get("wall_interval"), p.get("stream_cancel_after"),
+            p.get("wall_cancel_after"))
+    topology = Topology()
+    topology.add_source("source", "in", key_serde=serdes.String(), value_serde=serdes.Long())
+    topology.add_processor("sum", lambda: SumProcessor(*args), "source")
+    topology.add_state_store(Stores.key_value_store("store", key_serde=serdes.String(),
+                                                    value_serde=serdes.Long()), "sum")
+    topology.add_sink("sink", "out", "sum", key_serde=serdes.String(), value_serde=serdes.Long())
+    return Built(topology, serdes.Long(), serdes.String(), serdes.Long(), {"store": "kv"})
+
+
+BUILDERS: dict[str, Callable[[Params], Built]] = {
+    "session": _session,
+    "time_window": lambda p: _time_window(p, False),
+    "sliding": lambda p: _time_window(p, True),
+    "stream_aggregate": _stream_aggregate,
+    "table_aggregate": _table_aggregate,
+    "punctuator": _punctuator,
+}
+
+
+def build(case: dict[str, Any]) -> Built:
+    shape = case.get("shape")
+    if shape not in SHAPES:
+        raise CaseError(f"unknown shape {shape!r} (known: {list(SHAPES)})")
+    p = Params(shape, case.get("params"))
+    op = p.get("op")
+    if "op" in SHAPES[shape] and op not in VALUE_OPS:
+        raise CaseError(f"unknown op {op!r} for shape {shape!r}")
+    return BUILDERS[shape](p)
+
+
+# -- running ---------------------------------------------------------------------------------------
+def _key_fields(key: Any) -> dict[str, Any]:
+    if isinstance(key, Windowed):
+        return {"key": key.key, "window": [key.window.start, key.window.end]}
+    return {"key": key, "window": None}
+
+
+def _store_lines(driver: TopologyTestDriver, name: str, kind: str,
+                 keys: set[str]) -> list[dict[str, Any]]:
+    store: Any = driver.get_state_store(name)
+    entries = []
+    if kind == "session":
+        for key in sorted(keys):
+            for kv in store.fetch(key):
+                entries.append({**_key_fields(kv.key), "value": kv.value, "ts": None})
+    elif kind == "window":
+        for kv in store.fetch_all_with_timestamps(None, None):
+            entries.append({**_key_fields(kv.key), "value": kv.value.value,
+                            "ts": kv.value.timestamp})
+    elif kind == "kv_ts":
+        for kv in store.all():
+            stamped = store.get_with_timestamp(kv.key)
+            entries.append({**_key_fields(kv.key), "value": stamped.value,
+                            "ts": stamped.timestamp})
+    else:
+        for kv in store.all():
+            entries.append({**_key_fields(kv.key), "value": kv.value, "ts": None})
+    entries.sort(key=lambda e: (e["key"], *(e["window"] or (0, 0))))
+    return [{"kind": "store", "store": name, **e} for e in entries]
+
+
+def run(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """kspark's lines for ``case``, in the oracle's normalised form."""
+    built = build(case)
+    lines: list[dict[str, Any]] = []
+    keys: set[str] = set()
+    with TopologyTestDriver(built.topology, initial_wall_clock_ms=0) as driver:
+        inp = driver.create_input_topic("in", serdes.String(), built.in_value)
+        out = driver.create_output_topic("out", built.out_key, built.out_value)
+
+        def drain() -> None:
+            for rec in out.read_records_to_list():
+                lines.append({"kind": "record", **_key_fields(rec.key), "value": rec.value,
+                              "ts": rec.timestamp, "tombstone": rec.value is None})
+
+        for item in case.get("inputs") or ():
+            if "advance_wall_clock" in item:
+                driver.advance_wall_clock_time(item["advance_wall_clock"])
+            else:
+                if item.get("key") is not None:
+                    keys.add(item["key"])
+                inp.pipe_input(item.get("key"), item.get("value"), item["ts"])
+            drain()
+        drain()
+        for name, kind in built.stores.items():
+            lines.extend(_store_lines(driver, name, kind, keys))
+    return lines
