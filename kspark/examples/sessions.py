@@ -39,10 +39,16 @@ def topology(input_topic: str = "clicks", counts_topic: str = "session-counts",
     windowed_key = serdes.SessionWindowed(serdes.String())
     (sessions.count(Materialized(COUNTS_STORE))
      .to_stream().to(counts_topic, windowed_key, serdes.Long()))
-    (sessions.aggregate(lambda: [], lambda user, click, pages: [*pages, click["page"]],
-                        lambda user, left, right: left + right, Materialized(PAGES_STORE))
+    (sessions.aggregate(list, add_page, lambda user, left, right: left + right,
+                        Materialized(PAGES_STORE))
      .to_stream().to(pages_topic, windowed_key, serdes.Json()))
     return builder.build()
+
+
+def add_page(user: str, click: dict | None, pages: list[str]) -> list[str]:
+    """The pages aggregate's adder: the click's page appended (a click with a null value, which
+    session aggregations pass on as Kafka Streams does, adds none)."""
+    return pages if click is None else [*pages, click["page"]]
 
 
 def generate_clicks(n: int, users: int = 200, seed: int = 42, late_fraction: float = 0.02

@@ -128,14 +128,16 @@ def test_hopping_record_late_for_some_windows_updates_the_open_ones() -> None:
         assert out == [(W("A", 25, 35), Change(["a26"], None), 26)]
 
 
-def test_null_key_and_value_are_dropped() -> None:
+def test_a_null_key_is_dropped_and_a_null_value_aggregated() -> None:
     out: Out = []
     with TopologyTestDriver(topology(TimeWindows.of_size_with_no_grace(10), out)) as driver:
         inp = driver.create_input_topic("in", serdes.String(), serdes.Json())
         inp.pipe_input(None, "x", 1)
-        inp.pipe_input("A", None, 2)
-        assert dropped(driver) == 2 and out == []
+        assert dropped(driver) == 1 and out == []
         assert driver.get_window_store("windows").all() == []
+        inp.pipe_input("A", None, 2)  # as Kafka Streams: the aggregator gets the null value
+        assert dropped(driver) == 1
+        assert out == [(W("A", 0, 10), Change([None], None), 2)]
 
 
 @pytest.mark.parametrize("caching", [False, True])

@@ -260,13 +260,6 @@ def test_sliding_windows_update_newest_first(kafka_streams) -> None:
     assert records(run_kspark(case))[4:] == expected_tail
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kspark drops a null value in session and time-window aggregations (and counts it in "
-    "dropped-records); Kafka Streams drops only null keys there (KStreamSessionWindowAggregate, "
-    "KStreamWindowAggregate) and passes the null value to the aggregator, so count() counts it. "
-    "docs/semantics.md §2 step 1 also skips only null keys. Not fixed here: kspark's own tests "
-    "(test_session_aggregate, test_dsl_windowed) assert the drop, and the session batch path "
-    "treats null values as invalid rows"))
 @pytest.mark.parametrize("shape", ["session", "time_window"])
 def test_null_value_in_windowed_count(kafka_streams, shape: str) -> None:
     params = {"op": "count", "gap": 10} if shape == "session" else {"op": "count", "size": 10}

@@ -68,11 +68,13 @@ def where(context: ProcessorContext) -> str:
     return f"processor {context.processor_name!r}, {origin}"
 
 
-def drop_null(context: ProcessorContext, record: Record) -> bool:
-    """Count and skip a record with a null key or value; return whether it was dropped."""
+def drop_null(context: ProcessorContext, record: Record, *, values: bool = True) -> bool:
+    """Count and skip a record with a null key (or, with ``values``, a null value); return
+    whether it was dropped. Kafka Streams' session and time-window aggregations skip null keys
+    only (the aggregator gets a null value); its sliding windows skip both."""
     if record.key is None:
         what = "key"
-    elif record.value is None:
+    elif values and record.value is None:
         what = "value"
     else:
         return False

@@ -107,7 +107,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             self.context.forward(Record(windowed, Change(new, old), windowed.window.end))
 
     def process(self, record: Record) -> None:
-        if drop_null(self.context, record):
+        if drop_null(self.context, record, values=False):
             return
         key, ts = record.key, event_time(record)
         gap = self.windows.inactivity_gap_ms
@@ -199,6 +199,8 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             or store.observed_stream_time != observed
             or store.retention_ms <= gap + grace
             or (last_emit is not None and last_emit > observed - grace - gap)
+            # a null value is aggregated like any other: the batch path leaves it out
+            or bool((view.values.codes < 0).any())
         ):
             return None
         return SessionBatch(self, view, observed, last_emit).run()

@@ -29,7 +29,8 @@ from kspark.windows import Window, Windowed
 class SessionBatch(SessionEmission):
     """One batch of a session aggregation, vectorised.
 
-    Records with a null key or value go through :meth:`SessionWindowAggregateProcessor.process`.
+    Records with a null key go through :meth:`SessionWindowAggregateProcessor.process` (a batch
+    with a null value is processed record by record).
     The others are grouped per key into *clusters*: their timestamps sorted and split where
     consecutive ones are more than the gap apart, each with the stored sessions it reaches
     (clusters that reach one stored session together form one group). Sessions of one cluster
@@ -136,7 +137,7 @@ class SessionBatch(SessionEmission):
         good = ~bad[cl]
 
         snapshot = self._snapshot() if proc.emit_final and self._advances() else None
-        # single records (null key or value) the record-by-record way
+        # single records (null key) the record-by-record way
         exact = np.ones(n, dtype=bool)
         exact[vpos] = False
         self._run_exact(np.flatnonzero(exact), obs_before)
@@ -197,7 +198,7 @@ class SessionBatch(SessionEmission):
                 store.advance_observed(before)
                 store.deferred_position = p
                 view.process_exact(p, proc.process)
-            if store.deferred_changes:  # records with a null key or value change nothing
+            if store.deferred_changes:  # records with a null key change nothing
                 raise AssertionError("single records changed the store")
         finally:
             store.deferred_changes = None

@@ -59,7 +59,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateBase):
     windows: TimeWindows
 
     def process(self, record: Record) -> None:
-        if drop_null(self.context, record):
+        if drop_null(self.context, record, values=False):
             return
         key, value, ts = record.key, record.value, event_time(record)
         observed = observe(self.state, ts)
