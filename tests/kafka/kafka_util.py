@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections import defaultdict
 from typing import Any
 
 from confluent_kafka import Producer
 
+from kspark import serdes
 from kspark.hashing import kafka_partition
 from kspark.kafka.admin import TopicSpec, ensure_topics
 from kspark.kafka.reader import read_to_end
 
 #: record timestamps start here (Kafka clients treat a timestamp of 0 as "now")
 BASE_MS = 1_700_000_000_000
+#: the sessions app's output topics and their key and value serdes
+WINDOWED = serdes.SessionWindowed(serdes.String())
+OUTPUTS = {"session-counts": serdes.Long(), "session-pages": serdes.Json()}
 
 
 def create(bootstrap: str, topic: str, partitions: int = 4, **config: str) -> None:
@@ -50,3 +57,99 @@ def decoded(bootstrap: str, topic: str, key_serde: Any, value_serde: Any) -> lis
         (key_serde.deserialize(m.key()), value_serde.deserialize(m.value()), m.timestamp()[1])
         for m in consume(bootstrap, topic)
     ]
+
+
+def sessions_clicks(n: int, seed: int, base_ms: int = BASE_MS) -> list[tuple[str, dict, int]]:
+    """``n`` clicks of 12 users for the sessions app, timestamps from ``base_ms``. (The broker
+    deletes records older than its retention, 7 days, at its first retention check 30 s after
+    it started and every 5 minutes after: a test whose topics must outlive those checks gives
+    a recent ``base_ms``.)"""
+    from kspark.examples.sessions import generate_clicks
+
+    return [(user, click, base_ms + ts)
+            for user, click, ts in generate_clicks(n, users=12, seed=seed)]
+
+
+def driver_outputs(clicks: list[tuple[str, dict, int]], parts: list[int]) -> dict[str, list]:
+    """The sessions topology's outputs on the test driver, one driver per input partition (a
+    task per partition, as on Spark), in a canonical order."""
+    from kspark.examples.sessions import topology
+    from kspark.testing import TopologyTestDriver
+
+    by_partition = defaultdict(list)
+    for record, part in zip(clicks, parts):
+        by_partition[part].append(record)
+    out: dict[str, list] = {topic: [] for topic in OUTPUTS}
+    for records in by_partition.values():
+        with TopologyTestDriver(topology()) as driver:
+            pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
+            for user, click, ts in records:
+                pipe.pipe_input(user, click, ts)
+            for topic, value_serde in OUTPUTS.items():
+                reader = driver.create_output_topic(topic, WINDOWED, value_serde)
+                out[topic] += [(r.key, r.value, r.timestamp)
+                               for r in reader.read_records_to_list()]
+    return {topic: sorted(rows, key=repr) for topic, rows in out.items()}
+
+
+def kafka_outputs(bootstrap: str, prefix: str) -> dict[str, list]:
+    """The sessions app's read_committed outputs on Kafka (topics ``prefix`` + name), in the
+    order of :func:`driver_outputs`."""
+    return {
+        topic: sorted(decoded(bootstrap, prefix + topic, WINDOWED, value_serde), key=repr)
+        for topic, value_serde in OUTPUTS.items()
+    }
+
+
+class PacedProducer(threading.Thread):
+    """Produces ``records`` (as :func:`produce`) in order at ``rate`` records a second, in a
+    thread, until they are all sent or :meth:`finish` is called; :meth:`finish` sends the rest at
+    once. ``parts`` holds the partition of each record sent, in order."""
+
+    def __init__(self, bootstrap: str, topic: str, records: list[tuple[Any, Any, int]],
+                 rate: float, partitions: int = 4) -> None:
+        super().__init__(daemon=True, name=f"paced-producer-{topic}")
+        self.bootstrap, self.topic, self.records = bootstrap, topic, records
+        self.rate, self.partitions = rate, partitions
+        self.parts: list[int] = []
+        self._hurry = threading.Event()
+        self.error: BaseException | None = None
+
+    @property
+    def sent(self) -> int:
+        return len(self.parts)
+
+    def run(self) -> None:
+        errors: list[str] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(err.str())
+
+        try:
+            producer = Producer({"bootstrap.servers": self.bootstrap,
+                                 "enable.idempotence": True, "linger.ms": 5})
+            started = time.monotonic()
+            for i, (key, value, ts) in enumerate(self.records):
+                if not self._hurry.is_set():
+                    pause = started + i / self.rate - time.monotonic()
+                    if pause > 0:
+                        self._hurry.wait(pause)
+                k = None if key is None else str(key).encode()
+                part = 0 if k is None else kafka_partition(k, self.partitions)
+                producer.produce(self.topic, json.dumps(value).encode(), k, partition=part,
+                                 timestamp=ts, on_delivery=delivered)
+                producer.poll(0)
+                self.parts.append(part)
+            assert producer.flush(30) == 0 and not errors, f"not delivered: {errors[:3]}"
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def finish(self, timeout: float = 60.0) -> list[int]:
+        """Send the records left at once; returns the partitions of all records."""
+        self._hurry.set()
+        self.join(timeout)
+        if self.error is not None:
+            raise self.error
+        assert not self.is_alive() and self.sent == len(self.records)
+        return self.parts

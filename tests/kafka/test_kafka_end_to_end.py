@@ -1,6 +1,6 @@
 """The sessions app from a Kafka topic to Kafka topics, against the embedded broker: equal to the
 test driver, exactly once across a kill and restart, resuming from the checkpoint's offsets, and
-bad input (SEMANTICS.md §8)."""
+bad input (docs/semantics.md §8)."""
 
 from __future__ import annotations
 
@@ -11,55 +11,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 from kafka_app_process import sessions_app
-from kafka_util import BASE_MS, consume, create, decoded, produce
+from kafka_util import BASE_MS, consume, create, produce
+from kafka_util import driver_outputs as _driver_outputs
+from kafka_util import kafka_outputs as _kafka_outputs
+from kafka_util import sessions_clicks as _clicks
 
-from kspark import serdes
-from kspark.examples.sessions import generate_clicks
-from kspark.examples.sessions import topology as sessions_topology
 from kspark.hashing import kafka_partition
 from kspark.kafka import TopicError
 from kspark.kafka.sink import TransactionalWriter
-from kspark.testing import TopologyTestDriver
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 HERE = os.path.dirname(__file__)
-WINDOWED = serdes.SessionWindowed(serdes.String())
-OUTPUTS = {"session-counts": serdes.Long(), "session-pages": serdes.Json()}
-
-
-def _clicks(n, seed):
-    return [(user, click, BASE_MS + ts)
-            for user, click, ts in generate_clicks(n, users=12, seed=seed)]
-
-
-def _driver_outputs(clicks, parts):
-    """The sessions topology's outputs on the test driver, one driver per input partition (a
-    task per partition, as on Spark), in a canonical order."""
-    by_partition = defaultdict(list)
-    for record, part in zip(clicks, parts):
-        by_partition[part].append(record)
-    out = {topic: [] for topic in OUTPUTS}
-    for records in by_partition.values():
-        with TopologyTestDriver(sessions_topology()) as driver:
-            pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
-            for user, click, ts in records:
-                pipe.pipe_input(user, click, ts)
-            for topic, value_serde in OUTPUTS.items():
-                reader = driver.create_output_topic(topic, WINDOWED, value_serde)
-                out[topic] += [(r.key, r.value, r.timestamp)
-                               for r in reader.read_records_to_list()]
-    return {topic: sorted(rows, key=repr) for topic, rows in out.items()}
-
-
-def _kafka_outputs(bootstrap, prefix):
-    return {
-        topic: sorted(decoded(bootstrap, prefix + topic, WINDOWED, value_serde), key=repr)
-        for topic, value_serde in OUTPUTS.items()
-    }
 
 
 @pytest.fixture
@@ -197,3 +163,16 @@ def test_a_missing_source_topic_is_named_at_start(spark, app_dir, bootstrap, pre
         app.start()
     assert f"Kafka topic '{prefix}clicks' does not exist" in str(err.value)
     assert f"source topic 'clicks' of application '{prefix}app'" in str(err.value)
+
+
+def test_an_unreachable_broker_at_start_is_named(spark, app_dir, prefix):
+    from kspark.kafka.admin import KafkaUnreachableError
+    from kspark.kafka.broker import free_port
+
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    app = sessions_app(address, prefix, os.path.join(app_dir, "ck"), spark=spark)
+    with pytest.raises(KafkaUnreachableError) as err:
+        app.start()
+    # named by the connection check, not after the client's metadata timeout
+    assert str(err.value).startswith(f"cannot reach Kafka at {address}: {address}: ")
+    assert app.query is None  # no query was started
