@@ -63,7 +63,7 @@ def resolve(coordinates: Sequence[str], name: str) -> list[str]:
     if done.is_file():
         return done.read_text().split(os.pathsep)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock"):
         if done.is_file():  # another process resolved it meanwhile
             return done.read_text().split(os.pathsep)
         if target.exists():
@@ -79,7 +79,8 @@ def resolve(coordinates: Sequence[str], name: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing) across processes."""
     with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

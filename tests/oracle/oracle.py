@@ -23,7 +23,6 @@ line out) and sends it case after case; :func:`run_single` starts a JVM per call
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -32,9 +31,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from kspark.maven import file_lock
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "oracle"
@@ -74,16 +75,6 @@ def source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 #: seconds the last build in this process took (None: the jar was cached)
 last_build_seconds: float | None = None
 
@@ -96,7 +87,7 @@ def jar_path() -> Path:
     if jar.is_file():
         return jar
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock"):
         if jar.is_file():  # another process built it meanwhile
             return jar
         mvn = shutil.which("mvn")

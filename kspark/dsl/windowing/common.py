@@ -13,6 +13,7 @@ from kspark.dsl.processors import change_forwarder
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
 from kspark.records import Change, Record
+from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, EmitType, SlidingWindows, TimeWindows, Window, Windowed
 
 #: ``processor_state`` keys (persisted with the task across restarts).
@@ -43,6 +44,23 @@ def materialized_options(materialized: Any) -> dict[str, Any]:
         "key_serde": getattr(materialized, "key_serde", None),
         "value_serde": getattr(materialized, "value_serde", None),
     }
+
+
+def window_store_builder(
+    store_name: str, opts: dict[str, Any], retention_ms: int, size_ms: int
+) -> StoreBuilder:
+    """The window store of a windowed aggregation (no duplicates), with the ``Materialized``
+    options ``opts`` (:func:`materialized_options`)."""
+    return Stores.window_store(
+        store_name,
+        retention_ms,
+        size_ms,
+        retain_duplicates=False,
+        key_serde=opts["key_serde"],
+        value_serde=opts["value_serde"],
+        caching=opts["caching"],
+        logging=opts["logging"],
+    )
 
 
 def resolve_retention(store_name: str, requested: int | None, minimum: int, what: str) -> int:

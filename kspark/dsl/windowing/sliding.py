@@ -23,9 +23,10 @@ from kspark.dsl.windowing.common import (
     materialized_options,
     observe,
     resolve_retention,
+    window_store_builder,
 )
 from kspark.records import Record, ValueAndTimestamp, event_time
-from kspark.state.builders import StoreBuilder, Stores
+from kspark.state.builders import StoreBuilder
 from kspark.windows import SlidingWindows, Window, Windowed
 
 
@@ -44,16 +45,8 @@ def sliding_window_store_builder(
     retention = resolve_retention(
         store_name, opts["retention"], minimum, "twice the time difference plus the grace period"
     )
-    return Stores.window_store(
-        store_name,
-        max(retention, minimum + 1),
-        windows.time_difference_ms,
-        retain_duplicates=False,
-        key_serde=opts["key_serde"],
-        value_serde=opts["value_serde"],
-        caching=opts["caching"],
-        logging=opts["logging"],
-    )
+    return window_store_builder(
+        store_name, opts, max(retention, minimum + 1), windows.time_difference_ms)
 
 
 class SlidingWindowAggregateProcessor(WindowedAggregateBase):

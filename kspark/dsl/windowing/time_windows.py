@@ -21,9 +21,10 @@ from kspark.dsl.windowing.common import (
     materialized_options,
     observe,
     resolve_retention,
+    window_store_builder,
 )
 from kspark.records import Record, event_time
-from kspark.state.builders import StoreBuilder, Stores
+from kspark.state.builders import StoreBuilder
 from kspark.windows import TimeWindows, Windowed
 
 
@@ -40,16 +41,7 @@ def time_window_store_builder(
         windows.default_retention_ms,
         "the window size plus the grace period",
     )
-    return Stores.window_store(
-        store_name,
-        retention,
-        windows.size_ms,
-        retain_duplicates=False,
-        key_serde=opts["key_serde"],
-        value_serde=opts["value_serde"],
-        caching=opts["caching"],
-        logging=opts["logging"],
-    )
+    return window_store_builder(store_name, opts, retention, windows.size_ms)
 
 
 class TimeWindowAggregateProcessor(WindowedAggregateBase):
