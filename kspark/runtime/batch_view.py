@@ -3,18 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kspark.record_columns import RecordColumns
 from kspark.records import Record, RecordMetadata
+from kspark.runtime.context import RecordContext
 from kspark.runtime.decoding import DecodedColumn
+from kspark.runtime.forwarding import SinkChain
 from kspark.runtime.serialized import SourceBatch
-from kspark.topology.topology import ProcessorNode
+from kspark.topology.topology import ProcessorNode, SubTopology, Topology
 
-if TYPE_CHECKING:
-    from kspark.runtime.task import Task
+
+class BatchHost(Protocol):
+    """What a :class:`BatchView` needs of its task (:class:`~kspark.runtime.task.Task`)."""
+
+    topology: Topology
+    sub_topology: SubTopology
+    stream_time: int
+    current: RecordContext
+
+    def captures_changelog(self, store: str) -> bool: ...
+
+    def forward(self, from_node: str, record: Record, child_name: str | None = None) -> None: ...
+
+    def forward_all(self, from_node: str, records: list[Record]) -> None: ...
+
+    def forward_columns(self, from_node: str, columns: RecordColumns) -> None: ...
+
+    def sink_chain(self, node: str) -> SinkChain | None: ...
 
 
 class FastPathAborted(Exception):
@@ -30,7 +48,7 @@ class BatchView:
 
     def __init__(
         self,
-        task: Task,
+        task: BatchHost,
         node: str,
         batch: SourceBatch,
         keys: DecodedColumn,

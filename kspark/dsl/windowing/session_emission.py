@@ -4,17 +4,41 @@ would forward them. :class:`~kspark.dsl.windowing.session_batch.SessionBatch` ru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
+from sortedcontainers import SortedSet
 
+from kspark.dsl.aggregations import Aggregation
+from kspark.processor.api import ProcessorContext
 from kspark.processor.batch import RecordBatch
 from kspark.record_columns import NewValues, RecordColumns, WindowedKeys
+from kspark.records import Record
 from kspark.state.session import InMemorySessionStore
-from kspark.windows import Window, Windowed
+from kspark.windows import SessionWindows, Window, Windowed
 
-if TYPE_CHECKING:
-    from kspark.dsl.windowing.session import SessionWindowAggregateProcessor
+
+class SessionOperator(Protocol):
+    """What the batch path needs of the session aggregation's processor
+    (:class:`~kspark.dsl.windowing.session.SessionWindowAggregateProcessor`)."""
+
+    store: InMemorySessionStore
+    windows: SessionWindows
+    aggregation: Aggregation
+    initializer: Callable[[], Any]
+    aggregator: Callable[[Any, Any, Any], Any]
+    merger: Callable[[Any, Any, Any], Any]
+    emit_final: bool
+    caching: bool
+    context: ProcessorContext
+    state: dict[str, Any]
+    #: set while the batch path runs single records through :meth:`process`
+    _in_batch: bool
+    #: the sessions awaiting emission on window close (loaded on first use)
+    _pending: SortedSet | None
+
+    def process(self, record: Record) -> None: ...
 
 
 #: sentinel position: "not within this batch"
@@ -55,7 +79,7 @@ class SessionEmission:
 
     def __init__(
         self,
-        proc: SessionWindowAggregateProcessor,
+        proc: SessionOperator,
         view: RecordBatch,
         observed: int,
         last_emit: int | None,
