@@ -63,6 +63,17 @@ def window_store_builder(
     )
 
 
+def open_window_store(context: ProcessorContext, store_name: str, emit_final: bool
+                      ) -> tuple[Any, dict[str, Any], bool]:
+    """A windowed aggregation's store, its persisted processor state, and whether the store's
+    cache forwards the updates (on_window_close forwards only final results: the cache's
+    output is ignored)."""
+    store: Any = context.get_state_store(store_name)
+    caching = False if emit_final else store.set_flush_listener(
+        change_forwarder(context), batched=True)
+    return store, context.processor_state, caching
+
+
 def resolve_retention(store_name: str, requested: int | None, minimum: int, what: str) -> int:
     """``requested`` (or ``minimum`` when ``None``); below ``minimum`` raises ``ValueError``."""
     if requested is None:
@@ -162,12 +173,8 @@ class WindowedAggregateBase(Processor, StreamTimeFollower):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store: Any = context.get_state_store(self.store_name)
-        self.state = context.processor_state
-        # on_window_close forwards only final results: the cache's output is ignored
-        self.caching = False if self.emit_final else self.store.set_flush_listener(
-            change_forwarder(context), batched=True
-        )
+        self.store, self.state, self.caching = open_window_store(
+            context, self.store_name, self.emit_final)
 
     def forward_update(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
         """Forward an update now unless caching (flush listener) or on_window_close owns it."""

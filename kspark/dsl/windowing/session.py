@@ -21,7 +21,6 @@ from typing import Any
 from sortedcontainers import SortedSet
 
 from kspark.dsl.aggregations import Aggregation
-from kspark.dsl.processors import change_forwarder
 from kspark.dsl.windowing.common import (
     LAST_EMIT,
     OBSERVED,
@@ -30,6 +29,7 @@ from kspark.dsl.windowing.common import (
     emit_strategy_type,
     materialized_options,
     observe,
+    open_window_store,
     resolve_retention,
 )
 from kspark.dsl.windowing.session_batch import SessionBatch
@@ -91,11 +91,8 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store: Any = context.get_state_store(self.store_name)
-        self.state = context.processor_state
-        self.caching = False if self.emit_final else self.store.set_flush_listener(
-            change_forwarder(context), batched=True
-        )
+        self.store, self.state, self.caching = open_window_store(
+            context, self.store_name, self.emit_final)
         #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
         #: from the store on first use (so also after a restart)
         self._pending: SortedSet | None = None
