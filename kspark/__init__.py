@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         StreamsBuilder,
         TimeWindowedKStream,
     )
-    from kspark.dsl.suppress import BufferConfig, Suppressed
+    from kspark.dsl.suppressed import BufferConfig, Suppressed
     from kspark.errors import (
         BufferFullError,
         InvalidStateStoreError,
@@ -60,8 +60,8 @@ _EXPORTS: dict[str, str] = {
     "SessionWindowedKStream": "kspark.dsl",
     "StreamsBuilder": "kspark.dsl",
     "TimeWindowedKStream": "kspark.dsl",
-    "BufferConfig": "kspark.dsl.suppress",
-    "Suppressed": "kspark.dsl.suppress",
+    "BufferConfig": "kspark.dsl.suppressed",
+    "Suppressed": "kspark.dsl.suppressed",
     "BufferFullError": "kspark.errors",
     "InvalidStateStoreError": "kspark.errors",
     "KsparkError": "kspark.errors",

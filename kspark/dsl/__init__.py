@@ -1,16 +1,19 @@
 """The DSL: StreamsBuilder, KStream, KTable and their grouped and windowed forms.
 
-``Suppressed`` and ``BufferConfig`` (:mod:`kspark.dsl.suppress`) are importable from here too.
+``Suppressed`` and ``BufferConfig`` (:mod:`kspark.dsl.suppressed`) are importable from here too.
 """
 
+from kspark.dsl.api import (
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
 from kspark.dsl.builder import StreamsBuilder
-from kspark.dsl.kgrouped_stream import KGroupedStream
-from kspark.dsl.kgrouped_table import KGroupedTable
-from kspark.dsl.kstream import KStream
-from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized
-from kspark.dsl.suppress import BufferConfig, Suppressed
-from kspark.dsl.windowed_kstream import SessionWindowedKStream, TimeWindowedKStream
+from kspark.dsl.suppressed import BufferConfig, Suppressed
 
 __all__ = [
     "BufferConfig",

@@ -1,8 +1,9 @@
 """StreamsBuilder: builds a :class:`~kspark.topology.Topology` from KStream/KTable operations.
 
-It is the one place that knows every DSL class: the streams and tables it returns make each
-other through it (:meth:`StreamsBuilder.new_kstream` and friends), so the DSL's modules do not
-import each other in a cycle. Naming and repartitioning live in :mod:`kspark.dsl.graph`.
+It returns the DSL's public types (:mod:`kspark.dsl.api`) and is the one place that knows
+their implementations (:mod:`kspark.dsl.internals`): those make each other through it (the
+``new_*`` factories of :class:`~kspark.dsl.internals.graph.DslGraph`), so the DSL's modules do
+not import each other in a cycle. Naming and repartitioning live in the graph.
 """
 
 from __future__ import annotations
@@ -11,21 +12,36 @@ import re
 from functools import partial
 from typing import Any
 
-from kspark.dsl.graph import (
+from kspark.dsl.api import (
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
+from kspark.dsl.internals.graph import (
     DslGraph,
+    Grouping,
     _named,
     key_value_store_builder,
     optional_serde,
     store_name_for,
 )
-from kspark.dsl.kgrouped_table import KGroupedTable
-from kspark.dsl.kstream import KStream
-from kspark.dsl.ktable import KTable
+from kspark.dsl.internals.kgrouped_stream import KGroupedStreamImpl
+from kspark.dsl.internals.kgrouped_table import KGroupedTableImpl
+from kspark.dsl.internals.kstream import KStreamImpl
+from kspark.dsl.internals.ktable import KTableImpl
+from kspark.dsl.internals.processors import TableSourceProcessor
+from kspark.dsl.internals.windowed_kstream import (
+    SessionWindowedKStreamImpl,
+    TimeWindowedKStreamImpl,
+)
 from kspark.dsl.materialized import Materialized, as_materialized
-from kspark.dsl.processors import TableSourceProcessor
 from kspark.serdes import Serde
 from kspark.state.builders import StoreBuilder
 from kspark.topology.topology import Topology
+from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
 
 class StreamsBuilder(DslGraph):
@@ -38,7 +54,7 @@ class StreamsBuilder(DslGraph):
         Serdes default to the application's default serdes."""
         name = self.new_name("KSTREAM-SOURCE-")
         self._topology.add_source(name, topics, key_serde, value_serde)
-        return KStream(self, name, optional_serde(key_serde), optional_serde(value_serde))
+        return KStreamImpl(self, name, optional_serde(key_serde), optional_serde(value_serde))
 
     def table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
               materialized: Materialized | str | None = None) -> KTable:
@@ -52,7 +68,7 @@ class StreamsBuilder(DslGraph):
         topo.add_source(source, topic, key_serde, value_serde)
         topo.add_processor(name, partial(TableSourceProcessor, store), source)
         topo.add_state_store(key_value_store_builder(store, m), name)
-        return KTable(self, name, store_name=store, queryable=_named(m),
+        return KTableImpl(self, name, store_name=store, queryable=_named(m),
                       key_serde=optional_serde(key_serde),
                       value_serde=optional_serde(value_serde))
 
@@ -77,8 +93,29 @@ class StreamsBuilder(DslGraph):
     def new_kstream(self, node: str, key_serde: Serde | None = None,
                     value_serde: Serde | None = None, repartition_required: bool = False
                     ) -> KStream:
-        return KStream(self, node, key_serde, value_serde, repartition_required)
+        return KStreamImpl(self, node, key_serde, value_serde, repartition_required)
+
+    def new_ktable(self, node: str, *, store_name: str | None = None, queryable: bool = False,
+                   key_serde: Serde | None = None, value_serde: Serde | None = None,
+                   suppress_duration_ms: int | None = None) -> KTable:
+        return KTableImpl(self, node, store_name=store_name, queryable=queryable,
+                          key_serde=key_serde, value_serde=value_serde,
+                          suppress_duration_ms=suppress_duration_ms)
+
+    def new_grouped_stream(self, node: str, repartition_required: bool,
+                           key_serde: Serde | None, value_serde: Serde | None,
+                           result_key_serde: Serde | None) -> KGroupedStream:
+        return KGroupedStreamImpl(self, node, repartition_required, key_serde, value_serde,
+                                  result_key_serde)
 
     def new_grouped_table(self, node: str, key_serde: Serde | None,
                           value_serde: Serde | None) -> KGroupedTable:
-        return KGroupedTable(self, node, key_serde, value_serde)
+        return KGroupedTableImpl(self, node, key_serde, value_serde)
+
+    def new_session_windowed(self, grouping: Grouping,
+                             windows: SessionWindows) -> SessionWindowedKStream:
+        return SessionWindowedKStreamImpl(grouping, windows)
+
+    def new_time_windowed(self, grouping: Grouping,
+                          windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream:
+        return TimeWindowedKStreamImpl(grouping, windows)

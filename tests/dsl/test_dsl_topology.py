@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kspark import serdes
 from kspark.dsl import Materialized, StreamsBuilder
-from kspark.dsl.internal_serde import ChangeSerde, Pickle
+from kspark.dsl.internals.internal_serde import ChangeSerde, Pickle
 from kspark.records import Change
 from kspark.testing import TopologyTestDriver
 from kspark.topology.topology import SinkNode, SourceNode

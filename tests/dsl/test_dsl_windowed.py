@@ -13,7 +13,7 @@ from kspark.dsl import (
     StreamsBuilder,
     TimeWindowedKStream,
 )
-from kspark.dsl.internal_serde import Pickle
+from kspark.dsl.internals.internal_serde import Pickle
 from kspark.errors import TopologyError
 from kspark.records import Change
 from kspark.testing import TopologyTestDriver

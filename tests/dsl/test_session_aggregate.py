@@ -11,9 +11,12 @@ import pytest
 
 from kspark import serdes
 from kspark.config import StreamsConfig
-from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.windowing.common import LAST_EMIT, OBSERVED
-from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
+from kspark.dsl.internals.aggregations import Aggregate
+from kspark.dsl.internals.windowing.common import LAST_EMIT, OBSERVED
+from kspark.dsl.internals.windowing.session import (
+    SessionWindowAggregateProcessor,
+    session_store_builder,
+)
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
 from kspark.runtime.metrics import Metrics

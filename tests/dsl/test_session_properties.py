@@ -9,8 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark import serdes
-from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
+from kspark.dsl.internals.aggregations import Aggregate
+from kspark.dsl.internals.windowing.session import (
+    SessionWindowAggregateProcessor,
+    session_store_builder,
+)
 from kspark.processor.api import Processor
 from kspark.records import Record
 from kspark.testing import TopologyTestDriver

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark import serdes
-from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.windowing.sliding import (
+from kspark.dsl.internals.aggregations import Aggregate
+from kspark.dsl.internals.windowing.sliding import (
     SlidingWindowAggregateProcessor,
     sliding_window_store_builder,
 )

@@ -9,12 +9,11 @@ import pytest
 
 from kspark import serdes
 from kspark.config import StreamsConfig
-from kspark.dsl.suppress import (
-    BufferConfig,
-    Suppressed,
+from kspark.dsl.internals.suppress import (
     SuppressProcessor,
     suppress_store_builder,
 )
+from kspark.dsl.suppressed import BufferConfig, Suppressed
 from kspark.errors import BufferFullError, StreamsError
 from kspark.processor.api import Processor
 from kspark.records import Change, Record

@@ -8,13 +8,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark import serdes
-from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.suppress import BufferConfig, Suppressed, SuppressProcessor, suppress_store_builder
-from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
-from kspark.dsl.windowing.time_windows import (
+from kspark.dsl.internals.aggregations import Aggregate
+from kspark.dsl.internals.suppress import SuppressProcessor, suppress_store_builder
+from kspark.dsl.internals.windowing.session import (
+    SessionWindowAggregateProcessor,
+    session_store_builder,
+)
+from kspark.dsl.internals.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )
+from kspark.dsl.suppressed import BufferConfig, Suppressed
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
 from kspark.testing import TopologyTestDriver

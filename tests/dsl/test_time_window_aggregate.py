@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from kspark import serdes
-from kspark.dsl.aggregations import Aggregate
-from kspark.dsl.windowing.common import LAST_EMIT
-from kspark.dsl.windowing.time_windows import (
+from kspark.dsl.internals.aggregations import Aggregate
+from kspark.dsl.internals.windowing.common import LAST_EMIT
+from kspark.dsl.internals.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 #: ``processor_state`` keys (persisted with the task across restarts).
-from kspark.dsl.windowing.common import (
+from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
     WindowedAggregateBase,
     drop_expired,

@@ -20,8 +20,8 @@ from typing import Any
 
 from sortedcontainers import SortedSet
 
-from kspark.dsl.aggregations import Aggregation
-from kspark.dsl.windowing.common import (
+from kspark.dsl.internals.aggregations import Aggregation
+from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
     OBSERVED,
     drop_expired,
@@ -32,8 +32,8 @@ from kspark.dsl.windowing.common import (
     open_window_store,
     resolve_retention,
 )
-from kspark.dsl.windowing.session_batch import SessionBatch
-from kspark.dsl.windowing.session_merge import merged_session
+from kspark.dsl.internals.windowing.session_batch import SessionBatch
+from kspark.dsl.internals.windowing.session_merge import merged_session
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import BatchProcessor, RecordBatch, StreamTimeFollower
 from kspark.records import Change, Record, event_time

@@ -1,30 +1,30 @@
-"""KTable: a changelog stream seen as a table; carries ``Change(new, old)`` values."""
+"""The implementation of :class:`~kspark.dsl.api.KTable`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kspark.dsl import processors as p
-from kspark.dsl.graph import key_value_store_builder, optional_serde, store_name_for
+from kspark.dsl.api import KGroupedTable, KStream, KTable
+from kspark.dsl.internals import processors as p
+from kspark.dsl.internals.graph import (
+    DslGraph,
+    key_value_store_builder,
+    optional_serde,
+    store_name_for,
+)
+from kspark.dsl.internals.suppress import SuppressProcessor, suppress_store_builder
 from kspark.dsl.materialized import Materialized, as_materialized
-from kspark.dsl.suppress import Suppressed, SuppressProcessor, suppress_store_builder
+from kspark.dsl.suppressed import Suppressed
 from kspark.errors import TopologyError
 from kspark.serdes import Serde
 
-if TYPE_CHECKING:
-    from kspark.dsl.builder import StreamsBuilder
-    from kspark.dsl.kgrouped_table import KGroupedTable
-    from kspark.dsl.kstream import KStream
 
+class KTableImpl(KTable):
+    """A table: its node in the graph, its store (if materialized) and known serdes."""
 
-class KTable:
-    """A table keyed by the record key. Internally each update flows as
-    ``Change(new, old)`` (``new is None``: the key was deleted); :meth:`to_stream` turns it
-    back into a stream of new values."""
-
-    def __init__(self, builder: StreamsBuilder, node: str, *, store_name: str | None = None,
+    def __init__(self, builder: DslGraph, node: str, *, store_name: str | None = None,
                  queryable: bool = False, key_serde: Serde | None = None,
                  value_serde: Serde | None = None,
                  suppress_duration_ms: int | None = None) -> None:
@@ -40,18 +40,15 @@ class KTable:
 
     @property
     def node_name(self) -> str:
-        """Name of the topology node this table's changes come out of."""
         return self._node
 
     @property
     def queryable_store_name(self) -> str | None:
-        """The name of the store to query this table with, if it was materialized under a
-        name given by the user (as Kafka Streams: ``None`` for generated store names)."""
         return self._store_name if self._queryable else None
 
     def _derive(self, node: str, *, store_name: str | None = None, queryable: bool = False,
                 value_serde: Serde | None = None) -> KTable:
-        return KTable(self._builder, node, store_name=store_name, queryable=queryable,
+        return KTableImpl(self._builder, node, store_name=store_name, queryable=queryable,
                       key_serde=self._key_serde, value_serde=value_serde,
                       suppress_duration_ms=self._suppress_duration_ms)
 
@@ -73,9 +70,6 @@ class KTable:
 
     def filter(self, predicate: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
-        """Rows for which ``predicate(key, value)`` is true; an update whose new value fails
-        becomes a delete of the key (if its old value passed). With ``materialized`` the
-        result is kept in its own store."""
         return self._value_op(
             "KTABLE-FILTER-",
             lambda store: partial(p.TableFilterProcessor, predicate, False, store),
@@ -83,7 +77,6 @@ class KTable:
 
     def filter_not(self, predicate: Callable[[Any, Any], Any],
                    materialized: Materialized | str | None = None) -> KTable:
-        """Rows for which ``predicate(key, value)`` is false."""
         return self._value_op(
             "KTABLE-FILTER-",
             lambda store: partial(p.TableFilterProcessor, predicate, True, store),
@@ -91,22 +84,18 @@ class KTable:
 
     def map_values(self, mapper: Callable[[Any], Any],
                    materialized: Materialized | str | None = None) -> KTable:
-        """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
         return self._value_op(
             "KTABLE-MAPVALUES-",
             lambda store: partial(p.TableMapValuesProcessor, mapper, store),
             materialized, False)
 
     def to_stream(self) -> KStream:
-        """The stream of updates: each change's new value (``None`` for a delete)."""
         name = self._builder.new_name("KTABLE-TOSTREAM-")
         self._builder.topology.add_processor(name, p.TableToStreamProcessor, self._node)
         return self._builder.new_kstream(name, self._key_serde, self._value_serde, False)
 
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedTable:
-        """Re-group rows by ``selector(key, value) -> (group_key, group_value)``; the
-        aggregation reads the re-keyed changes from a repartition topic."""
         name = self._builder.new_name("KTABLE-SELECT-")
         self._builder.topology.add_processor(
             name, partial(p.TableRepartitionMapProcessor, selector), self._node)
@@ -114,11 +103,6 @@ class KTable:
                                                optional_serde(value_serde))
 
     def suppress(self, suppressed: Suppressed) -> KTable:
-        """Hold back updates per :class:`~kspark.dsl.suppress.Suppressed`: until a window
-        closes (windowed tables only) or for a time limit, in a bounded or unbounded buffer.
-
-        The node is ``KTABLE-SUPPRESS-<index>`` with store ``KTABLE-SUPPRESS-STATE-STORE-<index>``,
-        or ``<name>`` / ``<name>-store`` for ``Suppressed.with_name(name)``."""
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress needs a Suppressed, got {suppressed!r}")
         # until_window_closes waits for the windows' grace (sessions: gap + grace); a time

@@ -1,6 +1,7 @@
 """The state of one vectorised session batch and what it forwards: which session versions
 are emitted (on window update or on window close), in the order record-by-record processing
-would forward them. :class:`~kspark.dsl.windowing.session_batch.SessionBatch` runs the batch."""
+would forward them. :class:`.session_batch.SessionBatch` runs
+the batch."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 from sortedcontainers import SortedSet
 
-from kspark.dsl.aggregations import Aggregation
+from kspark.dsl.internals.aggregations import Aggregation
 from kspark.processor.api import ProcessorContext
 from kspark.processor.batch import RecordBatch
 from kspark.record_columns import NewValues, RecordColumns, WindowedKeys
@@ -21,7 +22,7 @@ from kspark.windows import SessionWindows, Window, Windowed
 
 class SessionOperator(Protocol):
     """What the batch path needs of the session aggregation's processor
-    (:class:`~kspark.dsl.windowing.session.SessionWindowAggregateProcessor`)."""
+    (:class:`~kspark.dsl.internals.windowing.session.SessionWindowAggregateProcessor`)."""
 
     store: InMemorySessionStore
     windows: SessionWindows

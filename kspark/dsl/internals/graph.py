@@ -9,15 +9,25 @@ stateful operator through the repartition topic ``<store or node name>-repartiti
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
-from kspark.dsl.internal_serde import Pickle
+from kspark.dsl.api import (
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
+from kspark.dsl.internals.internal_serde import Pickle
+from kspark.dsl.internals.processors import DropNullKeyProcessor
 from kspark.dsl.materialized import Materialized
-from kspark.dsl.processors import DropNullKeyProcessor
 from kspark.serdes import Serde, as_serde
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.topology.topology import Topology
+from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
 REPARTITION_SUFFIX = "-repartition"
 
@@ -26,8 +36,9 @@ def optional_serde(serde: Any) -> Serde | None:
     return None if serde is None else as_serde(serde)
 
 
-class DslGraph:
-    """The topology under construction and the names of its nodes and stores."""
+class DslGraph(ABC):
+    """The topology under construction, the names of its nodes and stores, and how the DSL's
+    streams and tables make each other (implemented by the builder, which knows them all)."""
 
     def __init__(self) -> None:
         self._topology = Topology()
@@ -54,7 +65,7 @@ class DslGraph:
                     value_serde: Serde | None, *, drop_null_keys: bool = True) -> str:
         """Route ``parent``'s records through the internal topic ``<prefix>-repartition``:
         (a null-key filter,) a sink, and a new source, which starts a new sub-topology.
-        Serdes default to :class:`~kspark.dsl.internal_serde.Pickle`. Returns the source."""
+        Serdes default to :class:`.internal_serde.Pickle`. Returns the source."""
         topic = prefix + REPARTITION_SUFFIX
         sink = self.new_name("KSTREAM-SINK-")
         topo = self._topology
@@ -69,6 +80,50 @@ class DslGraph:
         topo.internal_topics[topic] = None
         topo.add_source(source, topic, key_serde, value_serde)
         return source
+
+    # -- how the DSL's streams and tables make each other ------------------------------------
+    @abstractmethod
+    def new_kstream(self, node: str, key_serde: Serde | None = None,
+                    value_serde: Serde | None = None, repartition_required: bool = False
+                    ) -> KStream: ...
+
+    @abstractmethod
+    def new_ktable(self, node: str, *, store_name: str | None = None, queryable: bool = False,
+                   key_serde: Serde | None = None, value_serde: Serde | None = None,
+                   suppress_duration_ms: int | None = None) -> KTable: ...
+
+    @abstractmethod
+    def new_grouped_stream(self, node: str, repartition_required: bool,
+                           key_serde: Serde | None, value_serde: Serde | None,
+                           result_key_serde: Serde | None) -> KGroupedStream: ...
+
+    @abstractmethod
+    def new_grouped_table(self, node: str, key_serde: Serde | None,
+                          value_serde: Serde | None) -> KGroupedTable: ...
+
+    @abstractmethod
+    def new_session_windowed(self, grouping: Grouping,
+                             windows: SessionWindows) -> SessionWindowedKStream: ...
+
+    @abstractmethod
+    def new_time_windowed(self, grouping: Grouping,
+                          windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
+
+
+class Grouping(Protocol):
+    """What a windowed aggregation needs of the grouped stream it windows."""
+
+    @property
+    def graph(self) -> DslGraph: ...
+
+    @property
+    def result_key_serde(self) -> Serde | None:
+        """The key serde of the grouping's results (before windowing), if known."""
+        ...
+
+    def source_for(self, store_name: str) -> str:
+        """The node an aggregation with store ``store_name`` reads from."""
+        ...
 
 
 def _named(m: Materialized | None) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kspark.dsl.aggregations import Aggregation
-from kspark.dsl.stateless import OneToOne, pair
+from kspark.dsl.internals.aggregations import Aggregation
+from kspark.dsl.internals.stateless import OneToOne, pair
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import ColumnMapper
 from kspark.record_columns import NewValues, RecordColumns

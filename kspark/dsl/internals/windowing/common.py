@@ -8,8 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 from kspark._duration import to_ms
-from kspark.dsl.aggregations import Aggregation
-from kspark.dsl.processors import change_forwarder
+from kspark.dsl.internals.aggregations import Aggregation
+from kspark.dsl.internals.processors import change_forwarder
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
 from kspark.records import Change, Record

@@ -1,31 +1,25 @@
-"""KGroupedStream: a stream grouped by key, ready for (windowed) aggregation."""
+"""The implementation of :class:`~kspark.dsl.api.KGroupedStream`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
-from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
-from kspark.dsl.graph import key_value_store_builder, store_name_for
-from kspark.dsl.ktable import KTable
+from kspark.dsl.api import KGroupedStream, KTable, SessionWindowedKStream, TimeWindowedKStream
+from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
+from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
+from kspark.dsl.internals.processors import StreamAggregateProcessor
 from kspark.dsl.materialized import Materialized, as_materialized
-from kspark.dsl.processors import StreamAggregateProcessor
-from kspark.dsl.windowed_kstream import SessionWindowedKStream, TimeWindowedKStream
 from kspark.serdes import Serde
 from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
-if TYPE_CHECKING:
-    from kspark.dsl.builder import StreamsBuilder
 
+class KGroupedStreamImpl(KGroupedStream):
+    """A grouped stream: its node, whether it must repartition, and its serdes (the
+    repartition topic's, else :class:`~kspark.dsl.internals.internal_serde.Pickle`)."""
 
-
-class KGroupedStream:
-    """Records grouped by key. Aggregations read re-keyed records back from a repartition
-    topic ``<store name>-repartition`` (serialized with the grouping's serdes, else
-    :class:`~kspark.dsl.internal_serde.Pickle`)."""
-
-    def __init__(self, builder: StreamsBuilder, node: str, repartition_required: bool,
+    def __init__(self, builder: DslGraph, node: str, repartition_required: bool,
                  key_serde: Serde | None, value_serde: Serde | None,
                  result_key_serde: Serde | None = None) -> None:
         self._builder = builder
@@ -37,10 +31,17 @@ class KGroupedStream:
 
     @property
     def node_name(self) -> str:
-        """Name of the topology node whose records this grouping aggregates."""
         return self._node
 
-    def _source_for(self, store_name: str) -> str:
+    @property
+    def graph(self) -> DslGraph:
+        return self._builder
+
+    @property
+    def result_key_serde(self) -> Serde | None:
+        return self._result_key_serde
+
+    def source_for(self, store_name: str) -> str:
         """The node the aggregation reads from: this node, or a repartition topic's source."""
         if not self._repartition_required:
             return self._node
@@ -53,27 +54,24 @@ class KGroupedStream:
         m = as_materialized(materialized)
         store = store_name_for(builder, m, prefix)
         name = builder.new_name(prefix)
-        parent = self._source_for(store)
+        parent = self.source_for(store)
         topo = builder.topology
         topo.add_processor(name, partial(StreamAggregateProcessor, store, aggregation),
                            parent)
         topo.add_state_store(key_value_store_builder(store, m), name)
-        return KTable(builder, name, store_name=store, queryable=m is not None and bool(m.name),
+        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
                       key_serde=self._result_key_serde,
                       value_serde=None if m is None else m.value_serde)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
-        """The number of records per key (null keys and values are dropped and counted)."""
         return self._aggregate("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
-        """Per key: the first value, then ``reducer(agg, value)`` for each next value."""
         return self._aggregate("KSTREAM-REDUCE-", Reduce(reducer), materialized)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
-        """Per key: ``aggregator(key, value, agg)`` starting from ``initializer()``."""
         return self._aggregate("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
                                materialized)
 
@@ -86,13 +84,10 @@ class KGroupedStream:
     def windowed_by(
         self, windows: SessionWindows | TimeWindows | SlidingWindows
     ) -> SessionWindowedKStream | TimeWindowedKStream:
-        """Aggregate per key and window: session windows give a
-        :class:`SessionWindowedKStream`, time and sliding windows a
-        :class:`TimeWindowedKStream`."""
         if isinstance(windows, SessionWindows):
-            return SessionWindowedKStream(self, windows)
+            return self._builder.new_session_windowed(self, windows)
         if isinstance(windows, TimeWindows | SlidingWindows):
-            return TimeWindowedKStream(self, windows)
+            return self._builder.new_time_windowed(self, windows)
         raise TypeError(
             f"windowed_by needs SessionWindows, TimeWindows or SlidingWindows, got {windows!r}"
         )

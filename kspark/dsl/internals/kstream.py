@@ -1,31 +1,29 @@
-"""KStream: a record stream and its stateless operators."""
+"""The implementation of :class:`~kspark.dsl.api.KStream`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kspark.dsl import processors as p
-from kspark.dsl import stateless
-from kspark.dsl.graph import key_value_store_builder, optional_serde, store_name_for
-from kspark.dsl.kgrouped_stream import KGroupedStream
-from kspark.dsl.ktable import KTable
+from kspark.dsl.api import KGroupedStream, KStream, KTable
+from kspark.dsl.internals import processors as p
+from kspark.dsl.internals import stateless
+from kspark.dsl.internals.graph import (
+    DslGraph,
+    key_value_store_builder,
+    optional_serde,
+    store_name_for,
+)
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde
 
-if TYPE_CHECKING:
-    from kspark.dsl.builder import StreamsBuilder
 
+class KStreamImpl(KStream):
+    """A stream: its node in the graph, its known serdes, and whether the key may have
+    changed since the last repartition."""
 
-class KStream:
-    """An unbounded stream of records. Stateless operators keep records with null keys.
-
-    After an operator that may change the key (``map``, ``select_key``, ``flat_map``,
-    ``process``) the next key-based stateful operator reads the records back through a
-    repartition topic."""
-
-    def __init__(self, builder: StreamsBuilder, node: str, key_serde: Serde | None = None,
+    def __init__(self, builder: DslGraph, node: str, key_serde: Serde | None = None,
                  value_serde: Serde | None = None, repartition_required: bool = False) -> None:
         self._builder = builder
         self._node = node
@@ -35,14 +33,13 @@ class KStream:
 
     @property
     def node_name(self) -> str:
-        """Name of the topology node this stream comes out of."""
         return self._node
 
     def _add(self, prefix: str, supplier: Any, *, key_changed: bool = False,
              keep_key_serde: bool = True, keep_value_serde: bool = True) -> KStream:
         name = self._builder.new_name(prefix)
         self._builder.topology.add_processor(name, supplier, self._node)
-        return KStream(
+        return KStreamImpl(
             self._builder, name,
             self._key_serde if keep_key_serde and not key_changed else None,
             self._value_serde if keep_value_serde else None,
@@ -51,58 +48,47 @@ class KStream:
 
     # -- stateless ---------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], Any]) -> KStream:
-        """Records for which ``predicate(key, value)`` is true."""
         return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, False))
 
     def filter_not(self, predicate: Callable[[Any, Any], Any]) -> KStream:
-        """Records for which ``predicate(key, value)`` is false."""
         return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, True))
 
     def map_values(self, mapper: Callable[[Any], Any]) -> KStream:
-        """Each record with value ``mapper(value)``; the key is unchanged."""
         return self._add("KSTREAM-MAPVALUES-", partial(stateless.MapValuesProcessor, mapper),
                          keep_value_serde=False)
 
     def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
-        """Each record as ``mapper(key, value) -> (new_key, new_value)``."""
         return self._add("KSTREAM-MAP-", partial(stateless.MapProcessor, mapper), key_changed=True,
                          keep_value_serde=False)
 
     def select_key(self, selector: Callable[[Any, Any], Any]) -> KStream:
-        """Each record with key ``selector(key, value)``."""
         return self._add("KSTREAM-KEY-SELECT-", partial(stateless.SelectKeyProcessor, selector),
                          key_changed=True)
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> KStream:
-        """Zero or more records ``(new_key, new_value)`` per record."""
         return self._add("KSTREAM-FLATMAP-", partial(stateless.FlatMapProcessor, mapper),
                          key_changed=True, keep_value_serde=False)
 
     def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]]) -> KStream:
-        """Zero or more records per record, each with one of ``mapper(value)`` and the key."""
         return self._add("KSTREAM-FLATMAPVALUES-",
                          partial(stateless.FlatMapValuesProcessor, mapper), keep_value_serde=False)
 
     def peek(self, action: Callable[[Any, Any], Any]) -> KStream:
-        """Call ``action(key, value)`` for each record and pass it on unchanged."""
         return self._add("KSTREAM-PEEK-", partial(stateless.PeekProcessor, action))
 
     def merge(self, other: KStream) -> KStream:
-        """The records of this stream and ``other``, interleaved as they arrive."""
-        if not isinstance(other, KStream) or other._builder is not self._builder:
+        if not isinstance(other, KStreamImpl) or other._builder is not self._builder:
             raise ValueError("merge needs a KStream of the same StreamsBuilder")
         name = self._builder.new_name("KSTREAM-MERGE-")
         self._builder.topology.add_processor(name, stateless.PassThroughProcessor, self._node,
                                              other._node)
         same_key = self._key_serde == other._key_serde
         same_value = self._value_serde == other._value_serde
-        return KStream(self._builder, name, self._key_serde if same_key else None,
+        return KStreamImpl(self._builder, name, self._key_serde if same_key else None,
                        self._value_serde if same_value else None,
                        self._repartition_required or other._repartition_required)
 
     def to(self, topic: str, key_serde: Any = None, value_serde: Any = None) -> None:
-        """Write every record to ``topic``. Serdes default to the stream's known serdes, then
-        to the application's defaults."""
         name = self._builder.new_name("KSTREAM-SINK-")
         self._builder.topology.add_sink(
             name, topic, self._node,
@@ -111,39 +97,30 @@ class KStream:
         )
 
     def process(self, processor_supplier: Any, *store_names: str) -> KStream:
-        """Run a user :class:`~kspark.processor.Processor` (a zero-argument supplier or a
-        Processor subclass) connected to the named stores (added with
-        ``builder.add_state_store``). Returns the stream of what it forwards."""
         name = self._builder.new_name("KSTREAM-PROCESSOR-")
         topo = self._builder.topology
         topo.add_processor(name, processor_supplier, self._node)
         if store_names:
             topo.connect_processor_and_state_stores(name, *store_names)
-        return KStream(self._builder, name, None, None, True)
+        return KStreamImpl(self._builder, name, None, None, True)
 
     # -- grouping and tables -----------------------------------------------------------------
     def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:
-        """Group by the current key; repartitions only if an upstream operator may have
-        changed the key. The serdes are used for that repartition topic."""
         key_serde = optional_serde(key_serde)
-        return KGroupedStream(self._builder, self._node, self._repartition_required,
-                              key_serde, optional_serde(value_serde),
-                              key_serde or (None if self._repartition_required
-                                            else self._key_serde))
+        return self._builder.new_grouped_stream(
+            self._node, self._repartition_required, key_serde, optional_serde(value_serde),
+            key_serde or (None if self._repartition_required else self._key_serde))
 
     def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedStream:
-        """Group by ``selector(key, value)``; always goes through a repartition topic."""
         name = self._builder.new_name("KSTREAM-KEY-SELECT-")
         self._builder.topology.add_processor(name, partial(stateless.SelectKeyProcessor, selector),
                                              self._node)
         key_serde = optional_serde(key_serde)
-        return KGroupedStream(self._builder, name, True, key_serde, optional_serde(value_serde),
-                              key_serde)
+        return self._builder.new_grouped_stream(name, True, key_serde,
+                                                optional_serde(value_serde), key_serde)
 
     def to_table(self, materialized: Materialized | str | None = None) -> KTable:
-        """The stream read as upserts into a table (``None`` values delete; null keys are
-        dropped and counted). Repartitions first if the key may have changed."""
         builder = self._builder
         m = as_materialized(materialized)
         name = builder.new_name("KSTREAM-TOTABLE-")
@@ -154,6 +131,6 @@ class KStream:
         topo = builder.topology
         topo.add_processor(name, partial(p.TableSourceProcessor, store), parent)
         topo.add_state_store(key_value_store_builder(store, m), name)
-        return KTable(builder, name, store_name=store, queryable=m is not None and bool(m.name),
+        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
                       key_serde=None if self._repartition_required else self._key_serde,
                       value_serde=self._value_serde)

@@ -8,20 +8,20 @@ from typing import Any
 
 import numpy as np
 
-from kspark.dsl.aggregations import Count
-from kspark.dsl.windowing.common import (
+from kspark.dsl.internals.aggregations import Count
+from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
     OBSERVED,
     drop_expired,
 )
-from kspark.dsl.windowing.session_emission import (
+from kspark.dsl.internals.windowing.session_emission import (
     NEVER,
     Change_,
     SessionEmission,
     Stored,
     segmented_cummax,
 )
-from kspark.dsl.windowing.session_merge import merged_session
+from kspark.dsl.internals.windowing.session_merge import merged_session
 from kspark.records import Record
 from kspark.windows import Window, Windowed
 

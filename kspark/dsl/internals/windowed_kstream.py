@@ -1,6 +1,8 @@
-"""Windowed grouped streams: aggregations per key and session / time / sliding window.
+"""The implementations of :class:`~kspark.dsl.api.SessionWindowedKStream` and
+:class:`~kspark.dsl.api.TimeWindowedKStream`: aggregations per key and session / time / sliding
+window.
 
-The processors and stores come from :mod:`kspark.dsl.windowing` (session, time and sliding
+The processors and stores come from :mod:`kspark.dsl.internals.windowing` (session, time and sliding
 windows). The resulting KTables have
 :class:`~kspark.windows.Windowed` keys; when the grouping's key serde is known, their key serde
 is :class:`~kspark.serdes.SessionWindowed` / :class:`~kspark.serdes.TimeWindowed` of it (window
@@ -12,44 +14,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kspark.dsl.aggregations import Aggregate, Aggregation, Count, Reduce
-from kspark.dsl.graph import store_name_for
-from kspark.dsl.ktable import KTable
-from kspark.dsl.materialized import Materialized, as_materialized
-from kspark.dsl.windowing.session import SessionWindowAggregateProcessor, session_store_builder
-from kspark.dsl.windowing.sliding import (
+from kspark.dsl.api import KTable, SessionWindowedKStream, TimeWindowedKStream
+from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
+from kspark.dsl.internals.graph import Grouping, store_name_for
+from kspark.dsl.internals.windowing.session import (
+    SessionWindowAggregateProcessor,
+    session_store_builder,
+)
+from kspark.dsl.internals.windowing.sliding import (
     SlidingWindowAggregateProcessor,
     sliding_window_store_builder,
 )
-from kspark.dsl.windowing.time_windows import (
+from kspark.dsl.internals.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )
+from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde, SessionWindowed, TimeWindowed
 from kspark.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 
-if TYPE_CHECKING:
-    from kspark.dsl.kgrouped_stream import KGroupedStream
 
-
-def _windowed_serde(grouped: KGroupedStream,
+def _windowed_serde(grouped: Grouping,
                     wrap: Callable[[Serde], Serde]) -> Serde | None:
     """The result's key serde: the grouping's key serde (if known) wrapped for windows."""
-    inner = grouped._result_key_serde
+    inner = grouped.result_key_serde
     return None if inner is None else wrap(inner)
 
 
 class _WindowedKStream:
-    def __init__(self, grouped: KGroupedStream, windows: Any) -> None:
+    def __init__(self, grouped: Grouping, windows: Any) -> None:
         self._grouped = grouped
         self._windows = windows
         self._emit_strategy = EmitStrategy.on_window_update()
 
     def emit_strategy(self, strategy: EmitStrategy) -> Any:
-        """When results are forwarded: on every update (default) or once per window when it
-        closes. Returns this windowed stream."""
         if not isinstance(strategy, EmitStrategy):
             raise TypeError(f"expected an EmitStrategy, got {strategy!r}")
         self._emit_strategy = strategy
@@ -60,23 +60,23 @@ class _WindowedKStream:
                make_store: Callable[[str, Materialized | None], Any],
                suppress_duration_ms: int, key_serde: Serde | None) -> KTable:
         grouped = self._grouped
-        builder = grouped._builder
+        builder = grouped.graph
         m = as_materialized(materialized)
         store = store_name_for(builder, m, prefix)
         store_builder = make_store(store, m)  # validates retention before touching the graph
         name = builder.new_name(prefix)
-        parent = grouped._source_for(store)
+        parent = grouped.source_for(store)
         topo = builder.topology
         topo.add_processor(name, make_processor(store), parent)
         topo.add_state_store(store_builder, name)
-        return KTable(builder, name, store_name=store, queryable=m is not None and bool(m.name),
+        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
                       key_serde=key_serde,
                       value_serde=None if m is None else m.value_serde,
                       suppress_duration_ms=suppress_duration_ms)
 
 
-class SessionWindowedKStream(_WindowedKStream):
-    """A grouped stream windowed into sessions (docs/semantics.md §2)."""
+class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
+    """Session windows: the session processor and store of :mod:`..windowing.session`."""
 
     _windows: SessionWindows
 
@@ -93,28 +93,23 @@ class SessionWindowedKStream(_WindowedKStream):
         )
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
-        """The number of records per key and session."""
         return self._session("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
-        """Per key and session: the first value, then ``reducer(agg, value)``; merged sessions
-        combine with ``reducer(agg1, agg2)``."""
         return self._session("KSTREAM-REDUCE-", Reduce(reducer), materialized)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
                   merger: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
-        """Per key and session: ``aggregator(key, value, agg)`` from ``initializer()``;
-        sessions joined by a record combine with ``merger(key, agg1, agg2)``."""
         return self._session("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator, merger),
                              materialized)
 
 
-class TimeWindowedKStream(_WindowedKStream):
-    """A grouped stream windowed by tumbling/hopping :class:`TimeWindows` or by
-    :class:`SlidingWindows` (docs/semantics.md §3)."""
+class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
+    """Time and sliding windows: the processors and stores of :mod:`..windowing.time_windows`
+    and :mod:`..windowing.sliding`."""
 
     _windows: TimeWindows | SlidingWindows
 
@@ -138,17 +133,14 @@ class TimeWindowedKStream(_WindowedKStream):
         )
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
-        """The number of records per key and window."""
         return self._timed("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
-        """Per key and window: the first value, then ``reducer(agg, value)``."""
         return self._timed("KSTREAM-REDUCE-", Reduce(reducer), materialized)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
-        """Per key and window: ``aggregator(key, value, agg)`` from ``initializer()``."""
         return self._timed("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
                            materialized)

@@ -1,29 +1,24 @@
-"""KGroupedTable: a re-grouped table, aggregated with an adder and a subtractor."""
+"""The implementation of :class:`~kspark.dsl.api.KGroupedTable`: aggregation with an adder
+and a subtractor."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kspark.dsl.graph import key_value_store_builder, store_name_for
-from kspark.dsl.internal_serde import ChangeSerde
-from kspark.dsl.ktable import KTable
+from kspark.dsl.api import KGroupedTable, KTable
+from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
+from kspark.dsl.internals.internal_serde import ChangeSerde
+from kspark.dsl.internals.processors import TableAggregateProcessor
 from kspark.dsl.materialized import Materialized, as_materialized
-from kspark.dsl.processors import TableAggregateProcessor
 from kspark.serdes import Serde
 
-if TYPE_CHECKING:
-    from kspark.dsl.builder import StreamsBuilder
 
+class KGroupedTableImpl(KGroupedTable):
+    """A re-grouped table: the node of its re-keyed changes and the repartition serdes."""
 
-
-class KGroupedTable:
-    """The rows of a table re-keyed by ``KTable.group_by``. Every aggregation reads the
-    re-keyed changes from the repartition topic ``<store name>-repartition``; each upstream
-    update first subtracts the old value, then adds the new one (docs/semantics.md §4)."""
-
-    def __init__(self, builder: StreamsBuilder, node: str, key_serde: Serde | None,
+    def __init__(self, builder: DslGraph, node: str, key_serde: Serde | None,
                  value_serde: Serde | None) -> None:
         self._builder = builder
         self._node = node
@@ -32,7 +27,6 @@ class KGroupedTable:
 
     @property
     def node_name(self) -> str:
-        """Name of the topology node whose records this grouping aggregates."""
         return self._node
 
     def _aggregate(self, prefix: str, initializer: Callable[[], Any],
@@ -50,27 +44,21 @@ class KGroupedTable:
         topo.add_processor(
             name, partial(TableAggregateProcessor, store, initializer, adder, subtractor), source)
         topo.add_state_store(key_value_store_builder(store, m), name)
-        return KTable(builder, name, store_name=store, queryable=m is not None and bool(m.name),
+        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
                       key_serde=self._key_serde,
                       value_serde=None if m is None else m.value_serde)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
-        """The number of rows per group key."""
         return self._aggregate("KTABLE-AGGREGATE-", _zero, _increment, _decrement, materialized)
 
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
-        """Per group key: the first value as is, then ``adder(agg, value)`` for each added
-        row and ``subtractor(agg, value)`` for each removed one."""
         r = _Reducing(adder, subtractor)
         return self._aggregate("KTABLE-REDUCE-", _none, r.add, r.subtract, materialized)
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
                   subtractor: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
-        """Per group key: ``subtractor(key, old_value, agg)`` for each removed row, then
-        ``adder(key, new_value, agg)`` for each added one, from ``initializer()`` when
-        nothing is stored for the key."""
         return self._aggregate("KTABLE-AGGREGATE-", initializer, adder, subtractor, materialized)
 
 

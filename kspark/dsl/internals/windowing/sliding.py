@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kspark.dsl.windowing.common import (
+from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
     WindowedAggregateBase,
     drop_expired,

@@ -1,0 +1,268 @@
+"""The DSL's public types: KStream, KTable and their grouped and windowed forms.
+
+These are interfaces (as Kafka Streams' ``kstream`` package): the builder returns their
+implementations from :mod:`kspark.dsl.internals`, which make each other only through the
+builder, so no module of the DSL imports another in a cycle.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Any, overload
+
+from kspark.dsl.materialized import Materialized
+from kspark.dsl.suppressed import Suppressed
+from kspark.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+
+MaterializedLike = Materialized | str | None
+
+
+class KStream(ABC):
+    """An unbounded stream of records. Stateless operators keep records with null keys.
+
+    After an operator that may change the key (``map``, ``select_key``, ``flat_map``,
+    ``process``) the next key-based stateful operator reads the records back through a
+    repartition topic."""
+
+    @property
+    @abstractmethod
+    def node_name(self) -> str:
+        """Name of the topology node this stream comes out of."""
+
+    @abstractmethod
+    def filter(self, predicate: Callable[[Any, Any], Any]) -> KStream:
+        """Records for which ``predicate(key, value)`` is true."""
+
+    @abstractmethod
+    def filter_not(self, predicate: Callable[[Any, Any], Any]) -> KStream:
+        """Records for which ``predicate(key, value)`` is false."""
+
+    @abstractmethod
+    def map_values(self, mapper: Callable[[Any], Any]) -> KStream:
+        """Each record with value ``mapper(value)``; the key is unchanged."""
+
+    @abstractmethod
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
+        """Each record as ``mapper(key, value) -> (new_key, new_value)``."""
+
+    @abstractmethod
+    def select_key(self, selector: Callable[[Any, Any], Any]) -> KStream:
+        """Each record with key ``selector(key, value)``."""
+
+    @abstractmethod
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> KStream:
+        """Zero or more records ``(new_key, new_value)`` per record."""
+
+    @abstractmethod
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]]) -> KStream:
+        """Zero or more records per record, each with one of ``mapper(value)`` and the key."""
+
+    @abstractmethod
+    def peek(self, action: Callable[[Any, Any], Any]) -> KStream:
+        """Call ``action(key, value)`` for each record and pass it on unchanged."""
+
+    @abstractmethod
+    def merge(self, other: KStream) -> KStream:
+        """The records of this stream and ``other``, interleaved as they arrive."""
+
+    @abstractmethod
+    def to(self, topic: str, key_serde: Any = None, value_serde: Any = None) -> None:
+        """Write every record to ``topic``. Serdes default to the stream's known serdes, then
+        to the application's defaults."""
+
+    @abstractmethod
+    def process(self, processor_supplier: Any, *store_names: str) -> KStream:
+        """Run a user :class:`~kspark.processor.Processor` (a zero-argument supplier or a
+        Processor subclass) connected to the named stores (added with
+        ``builder.add_state_store``). Returns the stream of what it forwards."""
+
+    @abstractmethod
+    def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:
+        """Group by the current key; repartitions only if an upstream operator may have
+        changed the key. The serdes are used for that repartition topic."""
+
+    @abstractmethod
+    def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Any = None,
+                 value_serde: Any = None) -> KGroupedStream:
+        """Group by ``selector(key, value)``; always goes through a repartition topic."""
+
+    @abstractmethod
+    def to_table(self, materialized: MaterializedLike = None) -> KTable:
+        """The stream read as upserts into a table (``None`` values delete; null keys are
+        dropped and counted). Repartitions first if the key may have changed."""
+
+
+class KTable(ABC):
+    """A table keyed by the record key. Internally each update flows as
+    ``Change(new, old)`` (``new is None``: the key was deleted); :meth:`to_stream` turns it
+    back into a stream of new values."""
+
+    @property
+    @abstractmethod
+    def node_name(self) -> str:
+        """Name of the topology node this table's changes come out of."""
+
+    @property
+    @abstractmethod
+    def queryable_store_name(self) -> str | None:
+        """The name of the store to query this table with, if it was materialized under a
+        name given by the user (as Kafka Streams: ``None`` for generated store names)."""
+
+    @abstractmethod
+    def filter(self, predicate: Callable[[Any, Any], Any],
+               materialized: MaterializedLike = None) -> KTable:
+        """Rows for which ``predicate(key, value)`` is true; an update whose new value fails
+        becomes a delete of the key (if its old value passed). With ``materialized`` the
+        result is kept in its own store."""
+
+    @abstractmethod
+    def filter_not(self, predicate: Callable[[Any, Any], Any],
+                   materialized: MaterializedLike = None) -> KTable:
+        """Rows for which ``predicate(key, value)`` is false."""
+
+    @abstractmethod
+    def map_values(self, mapper: Callable[[Any], Any],
+                   materialized: MaterializedLike = None) -> KTable:
+        """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
+
+    @abstractmethod
+    def to_stream(self) -> KStream:
+        """The stream of updates: each change's new value (``None`` for a delete)."""
+
+    @abstractmethod
+    def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
+                 value_serde: Any = None) -> KGroupedTable:
+        """Re-group rows by ``selector(key, value) -> (group_key, group_value)``; the
+        aggregation reads the re-keyed changes from a repartition topic."""
+
+    @abstractmethod
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold back updates per :class:`~kspark.dsl.suppressed.Suppressed`: until a window
+        closes (windowed tables only) or for a time limit, in a bounded or unbounded buffer.
+
+        The node is ``KTABLE-SUPPRESS-<index>`` with store ``KTABLE-SUPPRESS-STATE-STORE-<index>``,
+        or ``<name>`` / ``<name>-store`` for ``Suppressed.with_name(name)``."""
+
+
+class KGroupedStream(ABC):
+    """Records grouped by key. Aggregations read re-keyed records back from a repartition
+    topic ``<store name>-repartition`` (serialized with the grouping's serdes, else pickled)."""
+
+    @property
+    @abstractmethod
+    def node_name(self) -> str:
+        """Name of the topology node whose records this grouping aggregates."""
+
+    @abstractmethod
+    def count(self, materialized: MaterializedLike = None) -> KTable:
+        """The number of records per key (null keys and values are dropped and counted)."""
+
+    @abstractmethod
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: MaterializedLike = None) -> KTable:
+        """Per key: the first value, then ``reducer(agg, value)`` for each next value."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per key: ``aggregator(key, value, agg)`` starting from ``initializer()``."""
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
+
+    @abstractmethod
+    def windowed_by(
+        self, windows: SessionWindows | TimeWindows | SlidingWindows
+    ) -> SessionWindowedKStream | TimeWindowedKStream:
+        """Aggregate per key and window: session windows give a
+        :class:`SessionWindowedKStream`, time and sliding windows a
+        :class:`TimeWindowedKStream`."""
+
+
+class KGroupedTable(ABC):
+    """The rows of a table re-keyed by ``KTable.group_by``. Every aggregation reads the
+    re-keyed changes from the repartition topic ``<store name>-repartition``; each upstream
+    update first subtracts the old value, then adds the new one (docs/semantics.md §4)."""
+
+    @property
+    @abstractmethod
+    def node_name(self) -> str:
+        """Name of the topology node whose records this grouping aggregates."""
+
+    @abstractmethod
+    def count(self, materialized: MaterializedLike = None) -> KTable:
+        """The number of rows per group key."""
+
+    @abstractmethod
+    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
+               materialized: MaterializedLike = None) -> KTable:
+        """Per group key: the first value as is, then ``adder(agg, value)`` for each added
+        row and ``subtractor(agg, value)`` for each removed one."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
+                  subtractor: Callable[[Any, Any, Any], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per group key: ``subtractor(key, old_value, agg)`` for each removed row, then
+        ``adder(key, new_value, agg)`` for each added one, from ``initializer()`` when
+        nothing is stored for the key."""
+
+
+class SessionWindowedKStream(ABC):
+    """A grouped stream windowed into sessions (docs/semantics.md §2). Results are keyed by
+    :class:`~kspark.windows.Windowed` keys (serde :class:`~kspark.serdes.SessionWindowed` of
+    the grouping's key serde, when known)."""
+
+    @abstractmethod
+    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
+        """When results are forwarded: on every update (default) or once per window when it
+        closes. Returns this windowed stream."""
+
+    @abstractmethod
+    def count(self, materialized: MaterializedLike = None) -> KTable:
+        """The number of records per key and session."""
+
+    @abstractmethod
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: MaterializedLike = None) -> KTable:
+        """Per key and session: the first value, then ``reducer(agg, value)``; merged sessions
+        combine with ``reducer(agg1, agg2)``."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any],
+                  aggregator: Callable[[Any, Any, Any], Any],
+                  merger: Callable[[Any, Any, Any], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per key and session: ``aggregator(key, value, agg)`` from ``initializer()``;
+        sessions joined by a record combine with ``merger(key, agg1, agg2)``."""
+
+
+class TimeWindowedKStream(ABC):
+    """A grouped stream windowed by tumbling/hopping :class:`~kspark.windows.TimeWindows` or
+    by :class:`~kspark.windows.SlidingWindows` (docs/semantics.md §3). Results are keyed by
+    :class:`~kspark.windows.Windowed` keys (serde :class:`~kspark.serdes.TimeWindowed` of the
+    grouping's key serde, when known; window size: the time difference for sliding windows)."""
+
+    @abstractmethod
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """When results are forwarded: on every update (default) or once per window when it
+        closes. Returns this windowed stream."""
+
+    @abstractmethod
+    def count(self, materialized: MaterializedLike = None) -> KTable:
+        """The number of records per key and window."""
+
+    @abstractmethod
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: MaterializedLike = None) -> KTable:
+        """Per key and window: the first value, then ``reducer(agg, value)``."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any],
+                  aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per key and window: ``aggregator(key, value, agg)`` from ``initializer()``."""
