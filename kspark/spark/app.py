@@ -16,19 +16,17 @@ from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
 from kspark.io.kafka import KafkaTopic
 from kspark.io.location import TopicLocation
-from kspark.io.schema import (
-    INPUT_DDL,
-    INPUT_TYPES,
-    KIND_CHANGELOG,
-    KIND_METRICS,
-    KIND_RECORD,
-    OUTPUT_DDL,
-    TICK_TOPIC,
-)
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
 from kspark.spark.kafka_input import kafka_source_frame
 from kspark.spark.kafka_source import kafka_input_frame
+from kspark.spark.wire import (
+    INPUT_TYPES,
+    KIND_CHANGELOG,
+    KIND_METRICS,
+    KIND_RECORD,
+    ROW_DDL,
+)
 from kspark.state.changelog import changelog_topic
 from kspark.topology.plan import ExecutionPlan
 from kspark.topology.topology import Topology
@@ -176,12 +174,12 @@ class StreamsApp:
             raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
         from pyspark.sql import functions as F
 
-        from kspark.spark.packing import pack_stream
+        from kspark.spark.wire import pack_stream
 
         # many records to a row through the shuffle and into the stages' Python workers (which
         # take several microseconds per row); the file source packs as it reads
         typed = [F.col(c).cast(t).alias(c) for c, t in INPUT_TYPES]
-        return frame.select(*typed).mapInArrow(pack_stream, INPUT_DDL)
+        return frame.select(*typed).mapInArrow(pack_stream, ROW_DDL)
 
     @property
     def task_count(self) -> int:
@@ -255,16 +253,6 @@ class StreamsApp:
         frame = frames[0]
         for other in frames[1:]:
             frame = frame.unionByName(other)
-        frame = frame.select(
-            F.lit(KIND_RECORD).alias("kind"),
-            "topic",
-            "key",
-            "value",
-            "timestamp",
-            "partition",
-            "offset",
-            F.lit(None).cast("string").alias("task"),
-        )
         blob = cloudpickle.dumps(self.topology)
         partitions = self.spark_partitions
         spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
@@ -275,7 +263,7 @@ class StreamsApp:
             frame = frame.withColumn("task_group", group)
             frame = frame.groupBy("task_group").transformWithStateInPandas(
                 StageProcessor(blob, sub.id, self.config, topic_partitions, changelogs),
-                OUTPUT_DDL,
+                ROW_DDL,
                 "Append",
                 "None",
             )
@@ -310,14 +298,11 @@ class StreamsApp:
         import pyarrow.compute as pc
 
         from kspark.io.schema import SINK_COLUMNS
-        from kspark.spark.stage_rows import unpack_output
+        from kspark.spark.wire import unpack_output
 
         table = unpack_output(frame.toArrow())
-        kinds, topics = table.column("kind"), table.column("topic")
-        is_record = pc.and_(
-            pc.is_in(kinds, value_set=pa.array([KIND_RECORD, KIND_CHANGELOG])),
-            pc.not_equal(topics, TICK_TOPIC),
-        )
+        kinds = table.column("kind")
+        is_record = pc.is_in(kinds, value_set=pa.array([KIND_RECORD, KIND_CHANGELOG]))
         records = table.filter(pc.fill_null(is_record, False))
         sinks = self._sink_locations()
         for topic in pc.unique(records.column("topic")).to_pylist():

@@ -10,8 +10,15 @@ from typing import Any, cast
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 
-from kspark.io.schema import INPUT_ARROW, INPUT_DDL
-from kspark.spark.packing import FILE_PREFIX, pack_records, task_records
+from kspark.spark.wire import (
+    INPUT_ARROW,
+    KIND_FILE,
+    ROW_DDL,
+    pack_records,
+    record_rows,
+    rows_of,
+    task_records,
+)
 
 #: a read task of a Parquet file is cut in two (to give idle cores work) only if it has more
 #: than this many rows: each part decodes the whole row groups it touches
@@ -40,7 +47,7 @@ class FileSource(DataSource):
         return "kspark_files"
 
     def schema(self) -> str:
-        return INPUT_DDL
+        return ROW_DDL
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return FileStreamReader(dict(self.options))
@@ -110,7 +117,7 @@ class FileStreamReader(DataSourceStreamReader):
                 yield file_range_rows(self.options, part, self.partitions_n, self.topic)
             return
         batch = self._read_batch(cast(_FilePartition, partition))
-        yield pack_records(batch) if self.pack else batch
+        yield pack_records(batch) if self.pack else record_rows(batch)
 
     def _read_batch(self, partition: _FilePartition) -> Any:
         import pyarrow as pa
@@ -169,26 +176,14 @@ def file_range_rows(options: dict[str, str], partition: Any, partitions: int, to
     ``key`` is the range as JSON, its offset the range's first."""
     import json
 
-    import pyarrow as pa
-
     from kspark.io.files import OFFSET_STRIDE
-    from kspark.io.schema import INPUT_ARROW
 
     spec = {"options": options, "path": partition.path, "index": partition.index,
             "lo": partition.lo, "hi": partition.hi}
     blob = json.dumps(spec, sort_keys=True).encode()
     first = partition.index * OFFSET_STRIDE + partition.lo
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([blob] * partitions, pa.binary()),
-            pa.nulls(partitions, pa.binary()),
-            pa.array([FILE_PREFIX + topic] * partitions, pa.string()),
-            pa.array(range(partitions), pa.int32()),
-            pa.array([first] * partitions, pa.int64()),
-            pa.array([0] * partitions, pa.int64()),
-        ],
-        schema=INPUT_ARROW,
-    )
+    return rows_of(KIND_FILE, topic, [blob] * partitions, range(partitions),
+                   [first] * partitions, [0] * partitions)
 
 
 def read_file_range(blob: bytes) -> FileRangeRecords:
@@ -327,7 +322,6 @@ def _parquet_batch(
     import pyarrow.parquet as pq
 
     from kspark.hashing import kafka_partitions
-    from kspark.io.schema import INPUT_ARROW
 
     if value_field is None:
         return None

@@ -12,20 +12,25 @@ import pandas as pd
 import pyarrow as pa
 
 from kspark.hashing import kafka_partitions
-from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS, KIND_RECORD, TICK_TOPIC
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch
-from kspark.spark.packing import (
-    FILE_PREFIX,
-    PACKED_PREFIX,
-    ipc_bytes,
+from kspark.spark.wire import (
+    KIND_CHANGELOG,
+    KIND_FILE,
+    KIND_METRICS,
+    KIND_PACKED,
+    KIND_RECORD,
+    KIND_TICK,
+    RECORD_KINDS,
+    ROW_COLUMNS,
+    ROW_DTYPES,
+    Columns,
+    pack_output,
     records_of,
     unpack_records,
 )
 from kspark.state.changelog import ChangelogCodec
-
-OUTPUT_COLUMNS = ["kind", "topic", "key", "value", "timestamp", "partition", "offset", "task"]
 
 
 def stage_batch(
@@ -39,15 +44,13 @@ def stage_batch(
     :class:`~kspark.spark.stage.StageProcessor`): rows of other topics pass through."""
     frame = pd.concat(list(rows), ignore_index=True)
     sub = topology.sub_topologies()[stage.sub_topology_id]
-    topics = frame["topic"]
-    # a packed row carries records of the topic after the prefix, a file row stands for them
-    unprefixed = topics.str.removeprefix(PACKED_PREFIX).str.removeprefix(FILE_PREFIX)
-    own = (unprefixed.isin(sub.source_topics) & (frame["kind"] == KIND_RECORD)).to_numpy()
-    ticks = bool((topics == TICK_TOPIC).any())
+    kinds = frame["kind"]
+    own = (frame["topic"].isin(sub.source_topics) & kinds.isin(RECORD_KINDS)).to_numpy()
+    ticks = bool((kinds == KIND_TICK).any())
     if not own.all():
         passthrough = frame[~own]  # packed rows of other topics stay packed
         if len(passthrough):
-            yield passthrough[OUTPUT_COLUMNS]
+            yield passthrough[ROW_COLUMNS]
         frame = frame[own]
     if not len(frame) and not ticks:
         return
@@ -106,12 +109,12 @@ def _run_task(
             -1,
             task_id,
         )
-        for column, value in zip(OUTPUT_COLUMNS, metrics_row):
+        for column, value in zip(ROW_COLUMNS, metrics_row):
             rows[column].append(value)
     # typed arrays: pandas does not infer a type per column
-    columns = {name: np.array(rows[name], dtype=dtype) for name, dtype in _OUTPUT_DTYPES.items()}
+    columns = {name: np.array(rows[name], dtype=dtype) for name, dtype in ROW_DTYPES.items()}
     return pd.DataFrame(
-        pack_output(columns, _read_topics(topology)), columns=OUTPUT_COLUMNS, copy=False
+        pack_output(columns, _read_topics(topology)), columns=ROW_COLUMNS, copy=False
     )
 
 
@@ -119,82 +122,6 @@ def _read_topics(topology: Any) -> frozenset[str]:
     """The topics some sub-topology of ``topology`` reads (a later stage of the query may take
     their records from this stage's rows)."""
     return frozenset(t for sub in topology.sub_topologies() for t in sub.source_topics)
-
-
-#: the columns of a packed output row's records (see :func:`pack_output`)
-_OUTPUT_PACKED = pa.schema([("key", pa.binary()), ("value", pa.binary()),
-                            ("timestamp", pa.int64()), ("partition", pa.int32()),
-                            ("offset", pa.int64())])
-
-
-def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
-    """A task's output rows with the records of each topic no stage reads (the app's sinks)
-    packed into one row: Arrow IPC bytes in ``key`` (columns key, value, timestamp, partition,
-    offset), topic ``PACKED_PREFIX + topic``. Spark then converts a row per topic and task
-    instead of one per result; the driver expands them in place (:func:`unpack_output`), so
-    each sink gets its records in the same order. Records of topics a stage reads stay rows,
-    grouped by their own partition."""
-    kinds, topics = columns["kind"], columns["topic"]
-    if not len(kinds):
-        return columns
-    records = kinds == KIND_RECORD
-    sinks = [t for t in pd.unique(topics[records]) if t is not None and t not in read_topics]
-    if not sinks:
-        return columns
-    keep = np.ones(len(kinds), dtype=bool)
-    packed: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
-    for topic in sinks:
-        idx = np.flatnonzero(records & (topics == topic))
-        keep[idx] = False
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array(columns[f.name][idx], f.type) for f in _OUTPUT_PACKED],
-            schema=_OUTPUT_PACKED,
-        )
-        first = int(idx[0])
-        for name, value in (("kind", KIND_RECORD), ("topic", PACKED_PREFIX + str(topic)),
-                            ("key", ipc_bytes(batch)), ("value", None),
-                            ("timestamp", -1), ("partition", columns["partition"][first]),
-                            ("offset", columns["offset"][first]),
-                            ("task", columns["task"][first])):
-            packed[name].append(value)
-    return {
-        name: np.concatenate([columns[name][keep], np.array(packed[name], dtype=dtype)])
-        for name, dtype in _OUTPUT_DTYPES.items()
-    }
-
-
-def unpack_output(table: pa.Table) -> pa.Table:
-    """The stages' output ``table`` (columns :data:`OUTPUT_COLUMNS`) with each row packed by
-    :func:`pack_output` replaced, where it stands, by the records it carries."""
-    import pyarrow.compute as pc
-
-    flags = pc.fill_null(pc.starts_with(table.column("topic"), PACKED_PREFIX), False)
-    at = np.flatnonzero(flags.to_numpy(zero_copy_only=False))
-    if not len(at):
-        return table
-    pieces, prev = [], 0
-    topics, blobs, tasks = (table.column(c) for c in ("topic", "key", "task"))
-    for row in at.tolist():
-        if row > prev:
-            pieces.append(table.slice(prev, row - prev))
-        inner = pa.ipc.open_stream(blobs[row].as_py()).read_all()
-        n = inner.num_rows
-        pieces.append(pa.table({
-            "kind": pa.array([KIND_RECORD] * n, pa.string()),
-            "topic": pa.array([topics[row].as_py()[len(PACKED_PREFIX):]] * n, pa.string()),
-            **{name: inner.column(name) for name in _OUTPUT_PACKED.names},
-            "task": pa.array([tasks[row].as_py()] * n, pa.string()),
-        }).cast(table.schema))
-        prev = row + 1
-    if prev < table.num_rows:
-        pieces.append(table.slice(prev))
-    return pa.concat_tables(pieces)
-
-
-_OUTPUT_DTYPES = {
-    "kind": object, "topic": object, "key": object, "value": object,
-    "timestamp": np.int64, "partition": np.int32, "offset": np.int64, "task": object,
-}
 
 
 def _partitions_of(
@@ -235,7 +162,7 @@ def _changelog_rows(
         codec = ChangelogCodec.for_builder(topology.store_builders[store])
         for key, value, ts in entries:
             for column, item in zip(
-                OUTPUT_COLUMNS,
+                ROW_COLUMNS,
                 (
                     KIND_CHANGELOG,
                     topic,
@@ -253,20 +180,18 @@ def _changelog_rows(
 #: the columns of a task's input records, as :func:`record_columns` gives them
 RECORD_FIELDS = ("topic", "key", "value", "timestamp", "partition", "offset")
 _RECORD_DTYPES = (object, object, object, np.int64, np.int64, np.int64)
-Columns = dict[str, np.ndarray]
 
 
 def record_columns(
     frame: pd.DataFrame, file_records: Callable[[bytes, int], Any] | None = None
 ) -> Columns:
-    """The records of ``frame``'s rows as numpy columns (:data:`RECORD_FIELDS`): packed rows
-    (:func:`kspark.spark.packing.pack_records`) give the records they carry, and file rows
-    (:func:`kspark.spark.file_source.file_range_rows`) the records that ``file_records(key,
-    partition)`` reads for them, straight from Arrow without a pandas frame per record; other
-    rows are records themselves."""
-    topics = frame["topic"]
-    packed = topics.str.startswith(PACKED_PREFIX, na=False).to_numpy(dtype=bool)
-    in_files = topics.str.startswith(FILE_PREFIX, na=False).to_numpy(dtype=bool)
+    """The records of ``frame``'s rows as numpy columns (:data:`RECORD_FIELDS`): ``packed``
+    rows give the records they carry, and ``file`` rows the records that ``file_records(key,
+    partition)`` reads for them, straight from Arrow without a pandas frame per record;
+    ``record`` rows are records themselves."""
+    kinds = frame["kind"]
+    packed = (kinds == KIND_PACKED).to_numpy(dtype=bool)
+    in_files = (kinds == KIND_FILE).to_numpy(dtype=bool)
     parts: list[Columns] = []
     tables = []
     if packed.any():

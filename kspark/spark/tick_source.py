@@ -10,7 +10,7 @@ from typing import Any, cast
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
-from kspark.io.schema import INPUT_ARROW, INPUT_DDL, TICK_TOPIC
+from kspark.spark.wire import KIND_TICK, ROW_DDL, rows_of
 
 
 class _TickPartition(InputPartition):
@@ -27,7 +27,7 @@ class TickSource(DataSource):
         return "kspark_ticks"
 
     def schema(self) -> str:
-        return INPUT_DDL
+        return ROW_DDL
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return TickStreamReader(dict(self.options))
@@ -53,21 +53,10 @@ class TickStreamReader(DataSourceStreamReader):
         return [_TickPartition(end["tick"], self.tasks, self.interval)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import pyarrow as pa
-
         partition = cast(_TickPartition, partition)
         n = len(partition.tasks)
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array([None] * n, pa.binary()),
-                pa.array([None] * n, pa.binary()),
-                pa.array([TICK_TOPIC] * n, pa.string()),
-                pa.array(partition.tasks, pa.int32()),
-                pa.array([partition.tick] * n, pa.int64()),
-                pa.array([partition.tick * partition.interval] * n, pa.int64()),
-            ],
-            schema=INPUT_ARROW,
-        )
+        yield rows_of(KIND_TICK, None, [None] * n, partition.tasks, [partition.tick] * n,
+                      [partition.tick * partition.interval] * n)
 
     def commit(self, end: dict) -> None:
         pass

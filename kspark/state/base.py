@@ -6,10 +6,11 @@ first time a batch touches it, and the runtime writes back only the buckets mark
 code reaches its data only through :meth:`StoreBase._bucket_for` and
 :meth:`StoreBase._all_buckets`, so both runtimes run the same store code.
 
-Every effective change goes through :meth:`StoreBase._changed`. With caching off a logged store
-writes it to the changelog at once; with caching on the first old value of each store key is
-kept until :meth:`StoreBase.flush` (the commit), which forwards ``Change(new, old)`` to the flush
-listener and writes the final value to the changelog (docs/semantics.md §6).
+Every change goes through :meth:`StoreBase._changed` (deletes of absent keys included, as Kafka
+Streams logs them). With caching off a logged store writes it to the changelog at once; with
+caching on the first old value of each store key is kept until :meth:`StoreBase.flush` (the
+commit), which forwards ``Change(new, old)`` to the flush listener and writes the final value to
+the changelog (docs/semantics.md §6).
 """
 
 from __future__ import annotations
@@ -103,10 +104,6 @@ class StoreBase:
         self._flush_listener: FlushListener | None = None
         self._flush_batched = False
         self._open = False
-        #: while a vectorised batch runs: changes are collected here as
-        #: ``(position, seq, store_key, old, new, timestamp)`` and replayed in order later
-        self.deferred_changes: list[tuple[int, int, Any, Any, Any, int]] | None = None
-        self.deferred_position = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     def init(self, context: StoreContext, loader: BucketLoader | None = None) -> None:
@@ -220,12 +217,6 @@ class StoreBase:
 
     def _changed(self, store_key: Any, old: Any, new: Any, timestamp: int) -> None:
         """Record one effective change of ``store_key`` (``new is None``: deleted)."""
-        deferred = self.deferred_changes
-        if deferred is not None:
-            deferred.append(
-                (self.deferred_position, len(deferred), store_key, old, new, timestamp)
-            )
-            return
         if self.caching:
             entry = self._dirty.pop(store_key, None)
             first_old = old if entry is None else entry[0]
@@ -252,7 +243,9 @@ class StoreBase:
         listener = self._flush_listener
         batch: list[tuple[Any, Any, Any, int]] | None = [] if self._flush_batched else None
         for store_key, (old, new, timestamp) in dirty.items():
-            if self.logging:
+            # as Kafka Streams' caching stores: with a flush listener, a key that holds nothing
+            # before and after the commit is neither written nor logged
+            if self.logging and (listener is None or new is not None or old is not None):
                 self.context.log_change(self.name, store_key, new, timestamp)
             if listener is not None and (new is not None or old is not None):
                 if batch is None:

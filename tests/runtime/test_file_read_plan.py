@@ -18,12 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark.io.schema import KIND_RECORD
 from kspark.spark import file_source
 from kspark.spark.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
-from kspark.spark.packing import FILE_PREFIX
 from kspark.spark.stage import StageProcessor
-from kspark.spark.stage_rows import OUTPUT_COLUMNS, RECORD_FIELDS, record_columns
+from kspark.spark.stage_rows import RECORD_FIELDS, record_columns
+from kspark.spark.wire import KIND_FILE, ROW_COLUMNS
 
 row_groups = st.lists(st.integers(1, 400_000), min_size=1, max_size=6)
 files = st.lists(st.one_of(st.none(), row_groups), min_size=1, max_size=5)
@@ -170,10 +169,7 @@ def _write_inputs(root) -> dict[str, str]:
 
 
 def _frame(batches) -> pd.DataFrame:
-    frame = pa.Table.from_batches(batches).to_pandas()
-    frame.insert(0, "kind", KIND_RECORD)
-    frame["task"] = None
-    return frame[OUTPUT_COLUMNS]
+    return pa.Table.from_batches(batches).to_pandas()[ROW_COLUMNS]
 
 
 def _by_partition(columns) -> dict[int, pd.DataFrame]:
@@ -193,7 +189,7 @@ def test_tasks_reading_file_ranges_get_the_records_the_shuffle_brought(tmp_path,
         end = shuffled.latestOffset({"files": 0}, None)
         packed = [b for p in shuffled.partitions({"files": 0}, end) for b in shuffled.read(p)]
         file_rows = [b for p in in_stage.partitions({"files": 0}, end) for b in in_stage.read(p)]
-        assert all(t.startswith(FILE_PREFIX) for b in file_rows for t in b["topic"].to_pylist())
+        assert all(k == KIND_FILE for b in file_rows for k in b["kind"].to_pylist())
         # one read task, one row per partition and file: no record crosses the shuffle
         assert len(in_stage.partitions({"files": 0}, end)) == 1
         assert sum(b.num_rows for b in file_rows) == 3 * end["files"]
@@ -240,8 +236,8 @@ def test_file_rows_without_a_reader_are_refused(tmp_path):
 def test_an_empty_file_range_gives_no_records():
     import pyarrow as pa
 
-    from kspark.io.schema import INPUT_ARROW
     from kspark.spark.file_source import FileRangeRecords
+    from kspark.spark.wire import INPUT_ARROW
 
     records = FileRangeRecords(pa.RecordBatch.from_pylist([], schema=INPUT_ARROW))
     assert records.pop(0) is None and records.pop(1, "none") == "none"

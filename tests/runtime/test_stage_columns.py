@@ -16,17 +16,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from kspark.io.files import OFFSET_STRIDE, file_rows
-from kspark.io.schema import INPUT_ARROW, KIND_RECORD
 from kspark.runtime.task import SourceRecord
-from kspark.spark import packing
+from kspark.spark import wire
 from kspark.spark.file_source import _parquet_batch
-from kspark.spark.packing import pack_records
 from kspark.spark.stage import spark_hash_int, task_group_values
-from kspark.spark.stage_rows import (
-    OUTPUT_COLUMNS,
-    RECORD_FIELDS,
-    _ordered,
-    record_columns,
+from kspark.spark.stage_rows import RECORD_FIELDS, _ordered, record_columns
+from kspark.spark.wire import (
+    INPUT_ARROW,
+    KIND_PACKED,
+    KIND_RECORD,
+    ROW_ARROW,
+    ROW_COLUMNS,
+    pack_records,
+    record_rows,
 )
 
 
@@ -46,10 +48,9 @@ def input_batch(rows: list[tuple]) -> pa.RecordBatch:
 
 
 def as_frame(batch: pa.RecordBatch) -> pd.DataFrame:
-    frame = batch.to_pandas()
-    frame.insert(0, "kind", KIND_RECORD)
-    frame["task"] = None
-    return frame[OUTPUT_COLUMNS]
+    """Rows as a stage gets them: records (:data:`INPUT_ARROW`) as one row each."""
+    rows = batch if batch.schema == ROW_ARROW else record_rows(batch)
+    return rows.to_pandas()[ROW_COLUMNS]
 
 
 def records_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -57,7 +58,7 @@ def records_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_packed_rows_unpack_to_the_same_records(monkeypatch):
-    monkeypatch.setattr(packing, "PACK_ROWS", 7)
+    monkeypatch.setattr(wire, "PACK_ROWS", 7)
     rng = random.Random(3)
     rows = [
         (None if i % 11 == 0 else f"k{rng.randrange(9)}".encode(),
@@ -87,7 +88,7 @@ def test_packed_rows_unpack_to_the_same_records(monkeypatch):
     ]
 
 
-def test_packing_leaves_a_batch_it_cannot_pack_in_the_input_layout():
+def test_packing_gives_a_batch_it_cannot_pack_as_record_rows():
     rows = [(b"k", b"v", "a", 0, 1, 2), (b"k", b"w", "b", 1, 2, 3)]  # two topics
     encoded = pa.RecordBatch.from_arrays(
         [pa.array([r[0] for r in rows]).dictionary_encode(),
@@ -96,16 +97,18 @@ def test_packing_leaves_a_batch_it_cannot_pack_in_the_input_layout():
         names=INPUT_ARROW.names,
     )
     out = pack_records(encoded)
-    assert out.schema == INPUT_ARROW
-    assert out.to_pydict() == input_batch(rows).to_pydict()
-    assert pack_records(encoded.slice(0, 0)).schema == INPUT_ARROW
+    assert out.schema == ROW_ARROW and set(out.column("kind").to_pylist()) == {KIND_RECORD}
+    assert out.to_pydict() == record_rows(input_batch(rows)).to_pydict()
+    assert [out.column(c).to_pylist() for c in ("key", "value", "topic", "offset")] == [
+        [r[i] for r in rows] for i in (0, 1, 2, 4)]
+    assert pack_records(encoded.slice(0, 0)).schema == ROW_ARROW
 
 
 def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
     from kspark import serdes
     from kspark.runtime.task import decode_column
 
-    monkeypatch.setattr(packing, "PACK_ROWS", 9)
+    monkeypatch.setattr(wire, "PACK_ROWS", 9)
     rng = random.Random(11)
     rows = [
         (None if i % 7 == 0 else f"k{rng.randrange(12)}".encode(),
@@ -241,12 +244,12 @@ def test_repartition_rows_merge_upstream_tasks_by_timestamp():
 
 
 def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeypatch):
-    monkeypatch.setattr(packing, "PACK_ROWS", 25)
+    monkeypatch.setattr(wire, "PACK_ROWS", 25)
     rng = random.Random(9)
     rows = [(f"k{rng.randrange(9)}".encode(), str(i).encode(), "clicks", rng.randrange(4), i,
              rng.randrange(10**6)) for i in range(120)]
     batches = [input_batch(rows[i : i + 10]) for i in range(0, len(rows), 10)]
-    packed = list(packing.pack_stream(iter(batches)))
+    packed = list(wire.pack_stream(iter(batches)))
     assert sum(b.num_rows for b in packed) < 40
     got = records_frame(pd.concat([as_frame(b) for b in packed], ignore_index=True))
     key = ["partition", "offset"]
@@ -255,8 +258,7 @@ def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeyp
 
 
 def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarray]:
-    from kspark.io.schema import KIND_CHANGELOG, KIND_METRICS
-    from kspark.spark.stage_rows import _OUTPUT_DTYPES
+    from kspark.spark.wire import KIND_CHANGELOG, KIND_METRICS, ROW_DTYPES
 
     rows = []
     for i in range(n):
@@ -268,17 +270,17 @@ def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarr
                      rng.randrange(4), 1000 + i, task))
     rows.append((KIND_METRICS, None, None, b"{}", -1, 0, -1, task))
     return {name: np.array([r[k] for r in rows], dtype=dtype)
-            for k, (name, dtype) in enumerate(_OUTPUT_DTYPES.items())}
+            for k, (name, dtype) in enumerate(ROW_DTYPES.items())}
 
 
 def test_packed_output_expands_to_each_topics_records_in_order():
-    from kspark.spark.stage_rows import pack_output, unpack_output
+    from kspark.spark.wire import pack_output, unpack_output
 
     rng = random.Random(5)
     tasks = [_output_columns(rng, f"0_{t}", 60) for t in range(3)]
 
     def table(parts: list[dict[str, np.ndarray]]) -> pa.Table:  # as Spark hands it over
-        frame = pd.concat([pd.DataFrame(p, columns=OUTPUT_COLUMNS) for p in parts],
+        frame = pd.concat([pd.DataFrame(p, columns=ROW_COLUMNS) for p in parts],
                           ignore_index=True)
         return pa.Table.from_pandas(frame, preserve_index=False)
 
@@ -286,9 +288,8 @@ def test_packed_output_expands_to_each_topics_records_in_order():
     packed_parts = [pack_output(p, {"repartition-r"}) for p in tasks]
     # one row per sink topic and task; the repartition topic and other kinds stay rows
     packed = table(packed_parts)
-    packed_topics = [t for t in packed.column("topic").to_pylist() if t and "__" in t]
-    assert sorted(packed_topics) == sorted(
-        [packing.PACKED_PREFIX + t for t in ("sink-a", "sink-b")] * 3)
+    packed_topics = [r["topic"] for r in packed.to_pylist() if r["kind"] == KIND_PACKED]
+    assert sorted(packed_topics) == sorted(["sink-a", "sink-b"] * 3)
     assert packed.num_rows < len(plain) / 2
     expanded = unpack_output(packed).to_pylist()
     assert sorted(map(repr, expanded)) == sorted(map(repr, plain))

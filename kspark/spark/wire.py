@@ -1,0 +1,288 @@
+"""kspark's wire format on Spark: the one layout of the rows its sources give and its stages
+read and write, the kinds of row, and how many records travel packed in one row.
+
+Every row has the columns :data:`ROW_COLUMNS`; its ``kind`` says what it is:
+
+- ``record``: one record of ``topic`` (key, value, timestamp, partition, offset);
+- ``packed``: many records of ``topic`` and ``partition`` as Arrow IPC bytes in ``key``
+  (:func:`pack_records` for a source's records, :func:`pack_output` for a task's results);
+- ``file``: a range of a file that the task of ``partition`` reads itself (``key`` holds the
+  range as JSON, see :mod:`kspark.spark.file_source`);
+- ``tick``: wall-clock time for the task of ``partition`` (timestamp in epoch ms);
+- ``changelog``: one change of a store, for the changelog ``topic``;
+- ``metrics``: a task's counters as JSON in ``value``.
+
+User frames of Spark's Kafka connector have Kafka's columns (:data:`INPUT_COLUMNS`) and become
+packed rows through :func:`pack_stream`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+KIND_RECORD = "record"
+KIND_PACKED = "packed"
+KIND_FILE = "file"
+KIND_TICK = "tick"
+KIND_CHANGELOG = "changelog"
+KIND_METRICS = "metrics"
+#: kinds of row that carry or stand for records of a source topic
+RECORD_KINDS = (KIND_RECORD, KIND_PACKED, KIND_FILE)
+
+#: the columns of every row between kspark's sources and stages, and their types
+ROW_TYPES = [("kind", "string"), ("topic", "string"), ("key", "binary"), ("value", "binary"),
+             ("timestamp", "long"), ("partition", "int"), ("offset", "long"), ("task", "string")]
+ROW_COLUMNS = [c for c, _ in ROW_TYPES]
+ROW_DDL = ", ".join(f"{c} {t}" for c, t in ROW_TYPES)
+ROW_ARROW = pa.schema([("kind", pa.string()), ("topic", pa.string()), ("key", pa.binary()),
+                       ("value", pa.binary()), ("timestamp", pa.int64()),
+                       ("partition", pa.int32()), ("offset", pa.int64()), ("task", pa.string())])
+#: numpy dtypes of :data:`ROW_COLUMNS` for rows built as columns
+ROW_DTYPES = {
+    "kind": object, "topic": object, "key": object, "value": object,
+    "timestamp": np.int64, "partition": np.int32, "offset": np.int64, "task": object,
+}
+
+#: the columns of Spark's Kafka source (timestamp in epoch ms): records as readers give them
+INPUT_TYPES = [("key", "binary"), ("value", "binary"), ("topic", "string"),
+               ("partition", "int"), ("offset", "long"), ("timestamp", "long")]
+INPUT_COLUMNS = [c for c, _ in INPUT_TYPES]
+INPUT_ARROW = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                         ("partition", pa.int32()), ("offset", pa.int64()),
+                         ("timestamp", pa.int64())])
+
+Columns = dict[str, np.ndarray]
+
+#: most records in one packed row
+PACK_ROWS = 100_000
+_PACKED_FIELDS = ("key", "value", "timestamp", "offset")
+
+
+def partition_slices(batch: Any) -> list[tuple[int, Any]]:
+    """The records of input rows of one topic per partition, in order within each: columns key
+    and value (dictionary-encoded), timestamp and offset."""
+    n = batch.num_rows
+    parts = batch.column("partition").to_numpy(zero_copy_only=False)
+    # a stable sort of small integers is a radix sort in numpy
+    small = parts.astype(np.int16) if parts.min() >= 0 and parts.max() < 1 << 15 else parts
+    order = np.argsort(small, kind="stable")
+    sorted_parts = parts[order]
+    cuts = np.flatnonzero(np.diff(sorted_parts)).tolist()
+    inner = task_records(batch)
+    return [
+        (int(sorted_parts[lo]), inner.take(pa.array(order[lo:hi])))
+        for lo, hi in zip([0, *(c + 1 for c in cuts)], [*(c + 1 for c in cuts), n])
+    ]
+
+
+def task_records(batch: Any) -> Any:
+    """The columns of input rows that a task gets (:data:`_PACKED_FIELDS`), with keys and
+    values dictionary-encoded: each distinct byte string travels once, and the task gets them
+    as codes (see kspark.runtime.serialized.Encoded)."""
+    return pa.RecordBatch.from_arrays(
+        [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
+         for f in _PACKED_FIELDS],
+        names=list(_PACKED_FIELDS),
+    )
+
+
+def pack_records(batch: Any) -> Any:
+    """Records of one topic (:data:`INPUT_ARROW`) as a few ``packed`` rows: per partition (the
+    task), up to :data:`PACK_ROWS` records as Arrow IPC bytes in ``key`` (columns key, value,
+    timestamp, offset). Spark then moves and converts a handful of rows
+    per task instead of one per record (its ``transformWithStateInPandas`` input path costs
+    several microseconds per row in Python); the order of records within a row is kept and
+    every record keeps its offset. Key and value may come dictionary-encoded already
+    (:func:`_parquet_batch` with ``dictionary=True``)."""
+    import pyarrow.compute as pc
+
+    topics = batch.column("topic")
+    if not batch.num_rows or topics.null_count or len(pc.unique(topics)) != 1:
+        return record_rows(batch)
+    topic = topics[0].as_py()
+    blobs, row_parts, firsts = [], [], []
+    for part, records in partition_slices(batch):
+        for at in range(0, records.num_rows, PACK_ROWS):
+            chunk = records.slice(at, PACK_ROWS)
+            blobs.append(ipc_bytes(chunk))
+            row_parts.append(part)
+            firsts.append(chunk.column(3)[0].as_py())
+    rows = len(blobs)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([KIND_PACKED] * rows, pa.string()),
+            pa.array([topic] * rows, pa.string()),
+            pa.array(blobs, pa.binary()),
+            pa.nulls(rows, pa.binary()),
+            pa.array([0] * rows, pa.int64()),
+            pa.array(row_parts, pa.int32()),
+            pa.array(firsts, pa.int64()),
+            pa.nulls(rows, pa.string()),
+        ],
+        schema=ROW_ARROW,
+    )
+
+
+def rows_of(kind: str, topic: str | None, key: Any, partition: Any, offset: Any,
+            timestamp: Any, value: Any = None) -> Any:
+    """Rows of one ``kind`` and ``topic`` (:data:`ROW_ARROW`) from Arrow arrays or lists."""
+    n = len(partition)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([kind] * n, pa.string()),
+            pa.array([topic] * n, pa.string()),
+            pa.array(key, pa.binary()),
+            pa.nulls(n, pa.binary()) if value is None else pa.array(value, pa.binary()),
+            pa.array(timestamp, pa.int64()),
+            pa.array(partition, pa.int32()),
+            pa.array(offset, pa.int64()),
+            pa.nulls(n, pa.string()),
+        ],
+        schema=ROW_ARROW,
+    )
+
+
+def ipc_bytes(batch: Any) -> bytes:
+    """An Arrow record batch as the bytes of an Arrow IPC stream (what a packed row carries)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _dictionary(column: Any) -> Any:
+    """``column`` dictionary-encoded (as it is if it already is)."""
+    import pyarrow.compute as pc
+
+    return column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+
+
+def record_rows(batch: Any) -> Any:
+    """Records (:data:`INPUT_ARROW`, key and value possibly dictionary-encoded) as one
+    ``record`` row each (:data:`ROW_ARROW`)."""
+    n = batch.num_rows
+    column = {f.name: c.cast(f.type) for c, f in zip(batch.columns, INPUT_ARROW)}
+    return pa.RecordBatch.from_arrays(
+        [pa.array([KIND_RECORD] * n, pa.string()), column["topic"], column["key"],
+         column["value"], column["timestamp"], column["partition"], column["offset"],
+         pa.nulls(n, pa.string())],
+        schema=ROW_ARROW,
+    )
+
+
+def pack_stream(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function (to :data:`ROW_DDL`) over records in Kafka's columns
+    (:data:`INPUT_COLUMNS`) of the other sources (Kafka, a DataFrame of Spark's Kafka
+    connector): up to :data:`PACK_ROWS` records at a time, packed by :func:`pack_records`, so
+    that they too cross the shuffle and the stages' Python input as a handful of rows per
+    task."""
+
+    def packed(pending: list[Any]) -> Iterator[Any]:
+        return map(pack_records, pa.Table.from_batches(pending).combine_chunks().to_batches())
+
+    pending: list[Any] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= PACK_ROWS:
+            yield from packed(pending)
+            pending, rows = [], 0
+    if rows:
+        yield from packed(pending)
+
+
+def unpack_records(topics: list[str], partitions: list[int], blobs: list[bytes]) -> Any:
+    """The records of packed rows as one Arrow table (columns key, value, timestamp, offset,
+    topic, partition), row by row in order; key and value are dictionary-encoded."""
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
+    return records_of(topics, partitions, tables)
+
+
+def records_of(topics: list[str], partitions: list[int], tables: list[Any]) -> Any:
+    """Records that rows stand for (``tables[i]`` for row ``i`` of topic ``topics[i]`` and
+    partition ``partitions[i]``) as one Arrow table: columns key, value, timestamp, offset,
+    topic, partition."""
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    sizes = [t.num_rows for t in tables]
+    topic_idx = np.repeat(np.arange(len(topics), dtype=np.int32), sizes)
+    table = table.append_column("topic", pa.DictionaryArray.from_arrays(
+        pa.array(topic_idx), pa.array(topics, pa.string())).cast(pa.string()))
+    return table.append_column(
+        "partition", pa.array(np.repeat(np.asarray(partitions, dtype=np.int32), sizes))
+    )
+
+
+#: the columns of a packed output row's records (see :func:`pack_output`)
+_OUTPUT_PACKED = pa.schema([("key", pa.binary()), ("value", pa.binary()),
+                            ("timestamp", pa.int64()), ("partition", pa.int32()),
+                            ("offset", pa.int64())])
+
+
+def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
+    """A task's output rows with the records of each topic no stage reads (the app's sinks)
+    packed into one ``packed`` row: Arrow IPC bytes in ``key`` (columns key, value, timestamp,
+    partition, offset). Spark then converts a row per topic and task
+    instead of one per result; the driver expands them in place (:func:`unpack_output`), so
+    each sink gets its records in the same order. Records of topics a stage reads stay rows,
+    grouped by their own partition."""
+    kinds, topics = columns["kind"], columns["topic"]
+    if not len(kinds):
+        return columns
+    records = kinds == KIND_RECORD
+    sinks = [t for t in pd.unique(topics[records]) if t is not None and t not in read_topics]
+    if not sinks:
+        return columns
+    keep = np.ones(len(kinds), dtype=bool)
+    packed: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
+    for topic in sinks:
+        idx = np.flatnonzero(records & (topics == topic))
+        keep[idx] = False
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(columns[f.name][idx], f.type) for f in _OUTPUT_PACKED],
+            schema=_OUTPUT_PACKED,
+        )
+        first = int(idx[0])
+        for name, value in (("kind", KIND_PACKED), ("topic", str(topic)),
+                            ("key", ipc_bytes(batch)), ("value", None),
+                            ("timestamp", -1), ("partition", columns["partition"][first]),
+                            ("offset", columns["offset"][first]),
+                            ("task", columns["task"][first])):
+            packed[name].append(value)
+    return {
+        name: np.concatenate([columns[name][keep], np.array(packed[name], dtype=dtype)])
+        for name, dtype in ROW_DTYPES.items()
+    }
+
+
+def unpack_output(table: pa.Table) -> pa.Table:
+    """The stages' output ``table`` (:data:`ROW_COLUMNS`) with each ``packed`` row replaced,
+    where it stands, by the records it carries."""
+    import pyarrow.compute as pc
+
+    flags = pc.fill_null(pc.equal(table.column("kind"), KIND_PACKED), False)
+    at = np.flatnonzero(flags.to_numpy(zero_copy_only=False))
+    if not len(at):
+        return table
+    pieces, prev = [], 0
+    topics, blobs, tasks = (table.column(c) for c in ("topic", "key", "task"))
+    for row in at.tolist():
+        if row > prev:
+            pieces.append(table.slice(prev, row - prev))
+        inner = pa.ipc.open_stream(blobs[row].as_py()).read_all()
+        n = inner.num_rows
+        pieces.append(pa.table({
+            "kind": pa.array([KIND_RECORD] * n, pa.string()),
+            "topic": pa.array([topics[row].as_py()] * n, pa.string()),
+            **{name: inner.column(name) for name in _OUTPUT_PACKED.names},
+            "task": pa.array([tasks[row].as_py()] * n, pa.string()),
+        }).cast(table.schema))
+        prev = row + 1
+    if prev < table.num_rows:
+        pieces.append(table.slice(prev))
+    return pa.concat_tables(pieces)
