@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 _LONG = struct.Struct(">q")
 _END_START = struct.Struct(">qq")
+#: Java's ``Long.MAX_VALUE``: Kafka Streams cuts a time window's end there
+MAX_LONG = (1 << 63) - 1
 
 
 class Serde:
@@ -168,7 +170,7 @@ class SessionWindowed(Serde):
         if len(data) < 16:
             raise ValueError("session-windowed key shorter than 16 bytes")
         end, start = struct.unpack(">qq", data[-16:])
-        return Windowed(self.inner.deserialize(data[:-16]), Window(start, end))
+        return Windowed(self.inner.deserialize(data[:-16]), _window(start, end))
 
     def __repr__(self) -> str:
         return f"SessionWindowed({self.inner!r})"
@@ -198,7 +200,11 @@ class TimeWindowed(Serde):
         if len(data) < 8:
             raise ValueError("time-windowed key shorter than 8 bytes")
         (start,) = struct.unpack(">q", data[-8:])
-        return Windowed(self.inner.deserialize(data[:-8]), Window(start, start + self.window_size))
+        # as Kafka Streams: an end past Long.MAX_VALUE is cut there, and must exceed the start
+        end = min(start + self.window_size, MAX_LONG)
+        if end <= start:
+            raise ValueError(f"time window end {end} must be greater than its start {start}")
+        return Windowed(self.inner.deserialize(data[:-8]), _window(start, end))
 
     def __repr__(self) -> str:
         return f"TimeWindowed({self.inner!r}, {self.window_size})"
@@ -215,6 +221,13 @@ class Pickle(Serde):
 
     def _deserialize(self, data: bytes) -> Any:
         return pickle.loads(data)  # internal topics only
+
+
+def _window(start: int, end: int) -> Window:
+    """A decoded window, checked as Kafka Streams' ``Window`` checks it."""
+    if start < 0:
+        raise ValueError(f"window start {start} is negative")
+    return Window(start, end)
 
 
 def as_serde(serde: Any) -> Serde:

@@ -216,7 +216,7 @@ class StoreBase:
         return self.context.record_timestamp() if timestamp is None else timestamp
 
     def _changed(self, store_key: Any, old: Any, new: Any, timestamp: int) -> None:
-        """Record one effective change of ``store_key`` (``new is None``: deleted)."""
+        """Record one change of ``store_key`` (``new is None``: deleted)."""
         if self.caching:
             entry = self._dirty.pop(store_key, None)
             first_old = old if entry is None else entry[0]

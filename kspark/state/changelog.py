@@ -5,6 +5,11 @@ key in Kafka Streams' layout: the key itself for key-value stores; the key then 
 (8 bytes big-endian) and a 4-byte sequence number (0 unless duplicates are retained) for window
 stores; the key then the session end and start (8 bytes each) for session stores. Keys and
 values use the store's serdes, or kspark's internal pickle serde when the store has none.
+
+Decoding checks the layout as far as the bytes allow: a key too short for the store's kind, a
+window sequence number other than 0 in a store without duplicates, or a window that Kafka Streams
+could not build (negative start, end before start) raises ``ValueError`` naming the store. Read
+as a source (:class:`ChangelogKeySerde`), the error names the topic, partition and offset too.
 """
 
 from __future__ import annotations
@@ -46,12 +51,14 @@ class ChangelogCodec:
         value_serde: Any = None,
         window_size_ms: int | None = None,
         retain_duplicates: bool = False,
+        store: str | None = None,
     ) -> None:
         self.kind = kind
         self.key_serde: Serde = as_serde(key_serde) if key_serde is not None else Pickle()
         self.value_serde: Serde = as_serde(value_serde) if value_serde is not None else Pickle()
         self.window_size_ms = window_size_ms
         self.retain_duplicates = retain_duplicates
+        self.store = store
 
     @classmethod
     def for_builder(cls, builder: Any) -> ChangelogCodec:
@@ -61,7 +68,12 @@ class ChangelogCodec:
             builder.value_serde,
             builder.params.get("window_size_ms"),
             bool(builder.params.get("retain_duplicates", False)),
+            builder.name,
         )
+
+    def describe(self) -> str:
+        """``store 'name' (window store)``: how errors name the store."""
+        return f"store {self.store!r} ({self.kind} store)"
 
     def encode_key(self, store_key: Any) -> bytes:
         if self.kind == "key_value":
@@ -76,23 +88,60 @@ class ChangelogCodec:
         return inner + struct.pack(">qi", window.start, seq)
 
     def decode_key(self, data: bytes) -> Any:
+        """The store key of a changelog key; ``ValueError`` naming the store if the bytes do not
+        fit the store's layout (see the module's documentation)."""
         if self.kind == "key_value":
-            return self.key_serde.deserialize(data)
+            return self._inner_key(data)
         if self.kind == "session":
+            self._check_length(data, 16, "key bytes, session end and start (8 bytes each)")
             end, start = struct.unpack(">qq", data[-16:])
-            return Windowed(self.key_serde.deserialize(data[:-16]), Window(start, end))
+            return Windowed(self._inner_key(data[:-16]), self._window(start, end, data))
+        self._check_length(
+            data, 12, "key bytes, window start (8 bytes) and sequence number (4 bytes)"
+        )
         start, seq = struct.unpack(">qi", data[-12:])
+        if seq != 0 and not self.retain_duplicates:
+            raise ValueError(
+                f"{self.describe()}: changelog key {data[:40].hex()} ends in sequence number "
+                f"{seq}, not 0 as in a window store without duplicates: the topic is not this "
+                "store's changelog (another kind of store, or other serdes?)"
+            )
         windowed = Windowed(
-            self.key_serde.deserialize(data[:-12]),
-            Window(start, start + (self.window_size_ms or 0)),
+            self._inner_key(data[:-12]),
+            self._window(start, start + (self.window_size_ms or 0), data),
         )
         return (windowed, seq) if self.retain_duplicates else windowed
+
+    def _check_length(self, data: bytes, least: int, layout: str) -> None:
+        if len(data) < least:
+            raise ValueError(
+                f"{self.describe()}: changelog key of {len(data)} bytes ({data[:40].hex()}) is "
+                f"shorter than the layout of the store's keys ({layout}: at least {least} bytes)"
+            )
+
+    def _window(self, start: int, end: int, data: bytes) -> Window:
+        if start < 0 or end < start:
+            raise ValueError(
+                f"{self.describe()}: changelog key {data[:40].hex()} holds the window "
+                f"[{start}, {end}], which no {self.kind} store writes: the topic is not this "
+                "store's changelog (another kind of store, or other serdes?)"
+            )
+        return Window(start, end)
+
+    def _inner_key(self, data: bytes) -> Any:
+        try:
+            return self.key_serde.deserialize(data)
+        except Exception as exc:
+            raise ValueError(f"{self.describe()}: changelog key: {exc}") from exc
 
     def encode_value(self, value: Any) -> bytes | None:
         return self.value_serde.serialize(value)
 
     def decode_value(self, data: bytes | None) -> Any:
-        return self.value_serde.deserialize(data)
+        try:
+            return self.value_serde.deserialize(data)
+        except Exception as exc:
+            raise ValueError(f"{self.describe()}: changelog value: {exc}") from exc
 
 
 class ChangelogKeySerde(Serde):

@@ -138,12 +138,12 @@ class InMemoryKeyValueStore(StoreBase):
 
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         """Store ``value`` under ``key`` (``None`` deletes). ``timestamp`` defaults to the
-        timestamp of the record being processed."""
+        timestamp of the record being processed. A delete is logged even when nothing was
+        stored, as Kafka Streams logs it (the cache drops it when both sides are ``None``)."""
         self._check_writable(key)
         ts = self._timestamp(timestamp)
         old = self._apply(key, value, ts)
-        if old is not None or value is not None:
-            self._changed(key, None if old is None else old[0], value, ts)
+        self._changed(key, None if old is None else old[0], value, ts)
 
     def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
         """Store ``value`` unless ``key`` has a value; return that existing value or ``None``."""
@@ -159,10 +159,8 @@ class InMemoryKeyValueStore(StoreBase):
         self._check_writable(key)
         ts = self._timestamp(None)
         old = self._apply(key, None, ts)
-        if old is None:
-            return None
-        self._changed(key, old[0], None, ts)
-        return old[0]
+        self._changed(key, None if old is None else old[0], None, ts)
+        return None if old is None else old[0]
 
     def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
         """``put`` each ``(key, value)`` pair in order."""

@@ -2,7 +2,9 @@
 
 After every piped record the driver processes it, runs due stream-time punctuations and commits
 (store caches flush), like Kafka Streams' driver. Records written to a topic the topology itself
-reads (repartition topics) are processed right away, in order.
+reads (repartition topics) are processed right away, in order. As in Kafka Streams' driver, the
+changelog topic of a logged store (``<application.id>-<store>-changelog``) can be read with
+:meth:`TopologyTestDriver.create_output_topic`, in Kafka Streams' byte layout.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kspark.runtime.metrics import Metrics
 from kspark.runtime.task import OutputRecord, SourceRecord, Task
 from kspark.serdes import Serde, as_serde
 from kspark.state.base import StoreBase
+from kspark.state.changelog import ChangelogCodec, changelog_topic
 from kspark.topology.topology import Topology
 
 
@@ -53,6 +56,7 @@ class TopologyTestDriver:
         self._offsets: dict[str, int] = {}
         self._outputs: dict[str, deque[OutputRecord]] = {}
         self.changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
+        self._changelog_read: dict[str, int] = {}  # store -> entries already on its topic
         self.tasks: list[Task] = []
         for st in topology.sub_topologies():
             task = Task(
@@ -105,6 +109,24 @@ class TopologyTestDriver:
 
     def produced_topic_names(self) -> list[str]:
         return sorted(self._outputs)
+
+    def changelog_topic(self, store: str) -> str:
+        """The changelog topic of ``store``: ``<application.id>-<store>-changelog``."""
+        return changelog_topic(self.config.application_id, store)
+
+    def _output_queue(self, topic: str) -> deque[OutputRecord]:
+        """The records of ``topic`` not read yet; a store's changelog entries are encoded
+        (:class:`~kspark.state.changelog.ChangelogCodec`) when its topic is read."""
+        queue = self._outputs.setdefault(topic, deque())
+        for store, entries in self.changelogs.items():
+            done = self._changelog_read.get(store, 0)
+            if done < len(entries) and self.changelog_topic(store) == topic:
+                codec = ChangelogCodec.for_builder(self.topology.store_builders[store])
+                for key, value, ts in entries[done:]:
+                    queue.append(OutputRecord(topic, codec.encode_key(key),
+                                              codec.encode_value(value), ts))
+                self._changelog_read[store] = len(entries)
+        return queue
 
     # -- driving -----------------------------------------------------------------------------
     def _task_for(self, topic: str) -> Task:
@@ -268,7 +290,7 @@ class TestOutputTopic:
         self.key_serde, self.value_serde = key_serde, value_serde
 
     def _queue(self) -> deque[OutputRecord]:
-        return self.driver._outputs.setdefault(self.topic, deque())
+        return self.driver._output_queue(self.topic)
 
     def read_record(self) -> TestRecord:
         queue = self._queue()

@@ -94,8 +94,11 @@ def _value_serde(op: str) -> serdes.Serde:
 
 
 def _materialized(p: Params, windowed: bool) -> Materialized:
+    """The oracle's ``Materialized.as("store")`` with its serdes (String keys, the op's values),
+    so that the changelogs are byte-comparable (``test_byte_compat.py``)."""
     retention = p.get("retention") if windowed else None
-    return Materialized("store", retention=retention, caching=p.get("caching", True))
+    return Materialized("store", retention=retention, caching=p.get("caching", True),
+                        key_serde=serdes.String(), value_serde=_value_serde(p.get("op")))
 
 
 def _suppress(p: Params, table: Any) -> Any:
@@ -198,10 +201,12 @@ def _table_aggregate(p: Params) -> Built:
     op = p.get("op")
     groups = p.get("groups", 3)
     builder = StreamsBuilder()
-    source = Materialized("source", caching=p.get("source_caching", True))
+    source = Materialized("source", caching=p.get("source_caching", True),
+                          key_serde=serdes.String(), value_serde=serdes.Long())
     grouped = builder.table("in", serdes.String(), serdes.Long(), materialized=source).group_by(
         lambda k, v: (group(v, groups), v), key_serde=serdes.String(), value_serde=serdes.Long())
-    m = Materialized("store", caching=p.get("caching", True))
+    m = Materialized("store", caching=p.get("caching", True), key_serde=serdes.String(),
+                     value_serde=serdes.Long())
     if op == "sum":
         table = grouped.aggregate(_zero, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v, m)
     elif op == "count":
@@ -324,8 +329,22 @@ def _store_lines(driver: TopologyTestDriver, name: str, kind: str,
     return [{"kind": "store", "store": name, **e} for e in entries]
 
 
+def _changelog_lines(driver: TopologyTestDriver, stores: dict[str, str]) -> list[dict[str, Any]]:
+    """The records of each store's changelog topic, as the oracle prints them (bytes in hex)."""
+    lines = []
+    for store in stores:
+        topic = driver.create_output_topic(driver.changelog_topic(store), serdes.Bytes(),
+                                           serdes.Bytes())
+        for rec in topic.read_records_to_list():
+            lines.append({"kind": "changelog", "store": store, "key": rec.key.hex(),
+                          "value": None if rec.value is None else rec.value.hex(),
+                          "ts": rec.timestamp, "headers": [list(h) for h in rec.headers]})
+    return lines
+
+
 def run(case: dict[str, Any]) -> list[dict[str, Any]]:
-    """kspark's lines for ``case``, in the oracle's normalised form."""
+    """kspark's lines for ``case``, in the oracle's normalised form (with ``"changelogs":
+    true``, the changelog records between the output records and the stores, as the oracle)."""
     built = build(case)
     lines: list[dict[str, Any]] = []
     keys: set[str] = set()
@@ -347,6 +366,8 @@ def run(case: dict[str, Any]) -> list[dict[str, Any]]:
                 inp.pipe_input(item.get("key"), item.get("value"), item["ts"])
             drain()
         drain()
+        if case.get("changelogs"):
+            lines.extend(_changelog_lines(driver, built.stores))
         for name, kind in built.stores.items():
             lines.extend(_store_lines(driver, name, kind, keys))
     return lines

@@ -131,8 +131,10 @@ def test_fast_path_is_used_on_ordered_input():
 
 
 def test_fast_path_with_a_captured_changelog_logs_what_the_record_path_logs():
-    # sessions grow record by record within a batch: the cache flushes a tombstone for each
-    # window it replaced, and the final window, as the record-by-record path does
+    # sessions grow record by record within a batch: the cache flushes the final window, and a
+    # tombstone for each window it replaced (with on_window_close; emitting updates, the cache
+    # has a flush listener and, as Kafka Streams' cache, logs nothing for a window made and
+    # replaced within the batch), as the record-by-record path does
     recs = [SourceRecord("in", 0, i, 1000 * (i // 3) + (i % 3), S.serialize(f"k{i % 5}"),
                          J.serialize(1)) for i in range(300)]
     for on_close in (True, False):
@@ -141,7 +143,7 @@ def test_fast_path_with_a_captured_changelog_logs_what_the_record_path_logs():
         exact = run(topo, [recs[:150], recs[150:]], False, logged=True)
         assert fast[3] > 250
         changelogs = [o for o in exact[0] if isinstance(o, dict)]
-        assert sum(len(c["agg-store"]) for c in changelogs) > 100
+        assert sum(len(c["agg-store"]) for c in changelogs) > (100 if on_close else 10)
         tombstones = [e for c in changelogs for e in c["agg-store"] if e[1] is None]
         assert tombstones
         assert fast[:3] == exact[:3]

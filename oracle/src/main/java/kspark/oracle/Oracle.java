@@ -304,11 +304,14 @@ public final class Oracle {
         if (doc == null || !doc.isObject()) {
             throw new CaseError("a case must be a JSON object, got " + doc);
         }
+        if (doc.has("request")) {
+            return ByteCompat.handle(doc, stateDir);
+        }
         final Iterator<String> fields = doc.fieldNames();
         while (fields.hasNext()) {
             final String f = fields.next();
-            if (!Set.of("id", "shape", "params", "inputs").contains(f)) {
-                throw new CaseError("unknown case field '" + f + "' (known: id, inputs, params, shape)");
+            if (!Set.of("id", "shape", "params", "inputs", "changelogs").contains(f)) {
+                throw new CaseError("unknown case field '" + f + "' (known: changelogs, id, inputs, params, shape)");
             }
         }
         final JsonNode shapeNode = doc.get("shape");
@@ -367,6 +370,9 @@ public final class Oracle {
                 }
             }
             drain(out, built, lines);
+            if (doc.path("changelogs").asBoolean(false)) {
+                ByteCompat.changelogLines(driver, built.stores.keySet(), lines);
+            }
             for (final Map.Entry<String, String> store : built.stores.entrySet()) {
                 dumpStore(driver, store.getKey(), store.getValue(), keys, lines);
             }

@@ -1,0 +1,258 @@
+package kspark.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Window;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.kstream.internals.TimeWindow;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.internals.ProcessorContextImpl;
+import org.apache.kafka.streams.processor.internals.ProcessorStateManager;
+import org.apache.kafka.streams.processor.internals.StreamTask;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.test.TestRecord;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Properties;
+import java.util.TreeSet;
+
+/**
+ * Byte compatibility with Kafka Streams' own serdes and stores (tests/oracle/test_byte_compat.py).
+ *
+ * <p>{@link #changelogLines}: the records a case wrote to its stores' changelog topics, read from
+ * the {@link TopologyTestDriver} (cases with {@code "changelogs": true}). {@link #handle}: the
+ * requests of the oracle's batch protocol that are not topologies ({@code "request"}):
+ * {@code "serde"} runs keys through {@link WindowedSerdes}, {@code "restore"} restores a Kafka
+ * Streams store from changelog records and prints its contents. Bytes travel as hex strings.
+ */
+final class ByteCompat {
+
+    static final HexFormat HEX = HexFormat.of();
+    static final String APPLICATION_ID = "kspark-oracle";
+
+    private ByteCompat() {
+    }
+
+    // -- changelogs of a case --------------------------------------------------------------------
+
+    /** One line per changelog record of each store, in the order Kafka Streams wrote them. */
+    static void changelogLines(final TopologyTestDriver driver, final Collection<String> stores, final ArrayNode lines) {
+        for (final String store : stores) {
+            final String topic = APPLICATION_ID + "-" + store + "-changelog";
+            final var out = driver.createOutputTopic(topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+            for (final TestRecord<byte[], byte[]> r : out.readRecordsToList()) {
+                final ObjectNode line = lines.addObject();
+                line.put("kind", "changelog");
+                line.put("store", store);
+                line.put("key", hex(r.key()));
+                line.put("value", hex(r.value()));
+                line.put("ts", r.timestamp());
+                final ArrayNode headers = line.putArray("headers");
+                for (final Header h : r.headers()) {
+                    headers.addArray().add(h.key()).add(hex(h.value()));
+                }
+            }
+        }
+    }
+
+    static String hex(final byte[] bytes) {
+        return bytes == null ? null : HEX.formatHex(bytes);
+    }
+
+    static byte[] unhex(final JsonNode node) {
+        return node == null || node.isNull() ? null : HEX.parseHex(node.asText());
+    }
+
+    // -- requests ----------------------------------------------------------------------------------
+
+    static ArrayNode handle(final JsonNode doc, final Path stateDir) {
+        final String request = doc.get("request").asText();
+        return switch (request) {
+            case "serde" -> serde(doc);
+            case "restore" -> restore(doc, stateDir);
+            default -> throw new Oracle.CaseError("unknown request '" + request + "' (known: restore, serde)");
+        };
+    }
+
+    static JsonNode need(final JsonNode doc, final String field) {
+        final JsonNode v = doc.get(field);
+        if (v == null || v.isNull()) {
+            throw new Oracle.CaseError("request '" + doc.get("request").asText() + "' needs \"" + field + "\"");
+        }
+        return v;
+    }
+
+    /**
+     * {@code {"request": "serde", "windowed": "session" | "time", "size": ms (time),
+     * "serialize": [{"key", "start", "end"}], "deserialize": [hex]}}: one line per key to
+     * serialize ({@code {"bytes": hex}}), then one per byte string to deserialize
+     * ({@code {"key", "start", "end"}} or {@code {"error": message}}).
+     */
+    static ArrayNode serde(final JsonNode doc) {
+        final String kind = need(doc, "windowed").asText();
+        final Serde<Windowed<String>> serde = switch (kind) {
+            case "session" -> WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+            case "time" -> WindowedSerdes.timeWindowedSerdeFrom(String.class, need(doc, "size").asLong());
+            default -> throw new Oracle.CaseError("unknown windowed serde '" + kind + "' (known: session, time)");
+        };
+        final ArrayNode lines = Oracle.NODES.arrayNode();
+        for (final JsonNode k : doc.path("serialize")) {
+            final long start = k.get("start").asLong();
+            final long end = k.get("end").asLong();
+            final Window window = kind.equals("session") ? new SessionWindow(start, end) : new TimeWindow(start, end);
+            final String key = k.get("key").isNull() ? null : k.get("key").asText();
+            final ObjectNode line = lines.addObject();
+            try {
+                line.put("bytes", hex(serde.serializer().serialize("t", new Windowed<>(key, window))));
+            } catch (final RuntimeException e) {
+                line.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+        }
+        for (final JsonNode b : doc.path("deserialize")) {
+            final ObjectNode line = lines.addObject();
+            try {
+                final Windowed<String> w = serde.deserializer().deserialize("t", unhex(b));
+                line.put("key", w.key());
+                line.put("start", w.window().start());
+                line.put("end", w.window().end());
+            } catch (final RuntimeException e) {
+                line.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+        }
+        return lines;
+    }
+
+    /**
+     * {@code {"request": "restore", "kind": "window" | "session" | "kv_ts" | "kv", "store_type":
+     * "rocksdb" | "in_memory", "retention": ms, "size": ms, "value": "long" | "string",
+     * "keys": [...] (sessions), "records": [{"key": hex, "value": hex | null, "ts": t}]}}: a store
+     * like the DSL's is attached to its changelog topic with {@code Topology#addReadOnlyStateStore}
+     * in a {@link TopologyTestDriver}, and the driver task's own state manager restores it from
+     * the records ({@code ProcessorStateManager#restore}: the store's restore callback after the
+     * record converter Kafka Streams picks for the store), as at the start of a Kafka Streams
+     * application. The lines are the store's contents, as the oracle prints a case's stores.
+     */
+    static ArrayNode restore(final JsonNode doc, final Path stateDir) {
+        final String kind = need(doc, "kind").asText();
+        final String name = doc.path("store").asText("store");
+        final String topic = APPLICATION_ID + "-" + name + "-changelog";
+        final Topology topology = new Topology();
+        topology.addReadOnlyStateStore(storeBuilder(doc, kind, name), "changelog-source",
+            new ByteArrayDeserializer(), new ByteArrayDeserializer(), topic, "changelog-updater",
+            Ignore::new);
+        final Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, APPLICATION_ID);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "oracle:9092");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
+            final List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
+            long offset = 0;
+            for (final JsonNode r : doc.path("records")) {
+                final byte[] key = unhex(r.get("key"));
+                final byte[] value = unhex(r.get("value"));
+                records.add(new ConsumerRecord<>(topic, 0, offset++, r.get("ts").asLong(),
+                    TimestampType.CREATE_TIME, key.length, value == null ? -1 : value.length, key, value,
+                    new RecordHeaders(), Optional.empty()));
+            }
+            restoreInDriver(driver, new TopicPartition(topic, 0), records);
+            return dump(driver, kind, name, doc.path("keys"));
+        } finally {
+            Oracle.deleteTree(stateDir);
+        }
+    }
+
+    static StoreBuilder<?> storeBuilder(final JsonNode doc, final String kind, final String name) {
+        final boolean rocks = doc.path("store_type").asText("rocksdb").equals("rocksdb");
+        final Serde<Object> values = Oracle.cast(doc.path("value").asText("long").equals("string") ? Serdes.String() : Serdes.Long());
+        final StoreBuilder<?> builder = switch (kind) {
+            case "window" -> {
+                final Duration retention = Duration.ofMillis(need(doc, "retention").asLong());
+                final Duration size = Duration.ofMillis(need(doc, "size").asLong());
+                yield Stores.timestampedWindowStoreBuilder(rocks
+                    ? Stores.persistentTimestampedWindowStore(name, retention, size, false)
+                    : Stores.inMemoryWindowStore(name, retention, size, false), Serdes.String(), values);
+            }
+            case "session" -> {
+                final Duration retention = Duration.ofMillis(need(doc, "retention").asLong());
+                yield Stores.sessionStoreBuilder(rocks
+                    ? Stores.persistentSessionStore(name, retention)
+                    : Stores.inMemorySessionStore(name, retention), Serdes.String(), values);
+            }
+            case "kv_ts" -> Stores.timestampedKeyValueStoreBuilder(rocks
+                ? Stores.persistentTimestampedKeyValueStore(name)
+                : Stores.inMemoryKeyValueStore(name), Serdes.String(), values);
+            case "kv" -> Stores.keyValueStoreBuilder(rocks
+                ? Stores.persistentKeyValueStore(name)
+                : Stores.inMemoryKeyValueStore(name), Serdes.String(), values);
+            default -> throw new Oracle.CaseError("unknown store kind '" + kind + "' (known: kv, kv_ts, session, window)");
+        };
+        return builder.withLoggingDisabled().withCachingDisabled();
+    }
+
+    /** {@code ProcessorStateManager#restore} of the driver's task (package-private there). */
+    static void restoreInDriver(final TopologyTestDriver driver, final TopicPartition changelog,
+                                final List<ConsumerRecord<byte[], byte[]>> records) {
+        try {
+            final Field taskField = TopologyTestDriver.class.getDeclaredField("task");
+            taskField.setAccessible(true);
+            final StreamTask task = (StreamTask) taskField.get(driver);
+            final ProcessorStateManager manager = ((ProcessorContextImpl) task.processorContext()).stateManager();
+            final Method metadata = ProcessorStateManager.class.getDeclaredMethod("storeMetadata", TopicPartition.class);
+            metadata.setAccessible(true);
+            final Object store = metadata.invoke(manager, changelog);
+            if (store == null) {
+                throw new IllegalStateException("no store restores from " + changelog);
+            }
+            final Method restore = ProcessorStateManager.class.getDeclaredMethod(
+                "restore", ProcessorStateManager.StateStoreMetadata.class, List.class, OptionalLong.class);
+            restore.setAccessible(true);
+            restore.invoke(manager, store, records, OptionalLong.empty());
+        } catch (final InvocationTargetException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (final ReflectiveOperationException e) {
+            throw new IllegalStateException("restoring in the test driver: " + e, e);
+        }
+    }
+
+    static ArrayNode dump(final TopologyTestDriver driver, final String kind, final String name, final JsonNode keys) {
+        final ArrayNode lines = Oracle.NODES.arrayNode();
+        final TreeSet<String> sessionKeys = new TreeSet<>();
+        keys.forEach(k -> sessionKeys.add(k.asText()));
+        Oracle.dumpStore(driver, name, kind, sessionKeys, lines);
+        return lines;
+    }
+
+    /** The read-only store's processor: the store is restored from its changelog, not written. */
+    static final class Ignore implements Processor<byte[], byte[], Void, Void> {
+        @Override
+        public void process(final Record<byte[], byte[]> record) {
+        }
+    }
+}
