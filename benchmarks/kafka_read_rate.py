@@ -33,7 +33,7 @@ from kspark import io
 from kspark.examples.sessions import generate_clicks
 from kspark.hashing import kafka_partition
 from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
-from kspark.spark.kafka_connector import has_connector
+from kspark.spark.internals.kafka_connector import has_connector
 from kspark.spark.session import local_spark
 
 SOURCES = {"kspark": "kspark's kspark_kafka", "spark": "Spark's connector"}

@@ -155,7 +155,7 @@ def rows_as_table(title: str, kind: str, rows: list[KeyValue]) -> Table:
 @store_app.command("list")
 def list_stores(app_dir: AppDir) -> None:
     """List the application's stores (no Spark needed)."""
-    from kspark.spark.query import load_app_info
+    from kspark.spark.internals.query import load_app_info
 
     info = _info(app_dir, load_app_info)
     table = Table(title=f"Stores of {info['application_id']!r}")
@@ -188,7 +188,7 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Print a store's entries as of the application's latest committed state."""
-    from kspark.spark.query import load_app_info, store_view, unknown_store
+    from kspark.spark.internals.query import load_app_info, store_view, unknown_store
 
     if key_format not in ("str", "int", "json"):
         raise typer.BadParameter("must be str, int or json", param_hint="--key-format")

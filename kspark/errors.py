@@ -14,6 +14,9 @@ class TopologyError(KsparkError):
 class StreamsError(KsparkError):
     """Processing stopped: a record could not be processed."""
 
+    #: whether the message already names the record (task, topic, partition, offset)
+    located: bool = False
+
 
 class SerializationError(KsparkError):
     """A serde could not serialize or deserialize a value."""

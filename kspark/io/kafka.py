@@ -1,7 +1,8 @@
 """Kafka topics as topic locations: ``StreamsApp(topics={"clicks": kspark.io.kafka(...)})``.
 
 As a source, a topic is read by kspark's Spark source ``kspark_kafka`` (see
-:mod:`kspark.spark.kafka_source`); offsets live in the query's checkpoint. As a sink, everything
+:mod:`kspark.spark.internals.kafka_source`); offsets live in the query's checkpoint. As a sink,
+everything
 a micro-batch writes to one cluster (outputs and changelogs) is one Kafka transaction, written
 once (see :mod:`kspark.kafka.sink`). At ``StreamsApp.start()`` a source
 topic must exist (else an error names it); output, changelog and repartition topics are created

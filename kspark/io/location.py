@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
-from kspark.topology.plan import ExecutionPlan
+from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
 

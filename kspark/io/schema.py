@@ -1,6 +1,6 @@
 """The layout of the records a sink writes: what every topic location's ``write_table`` gets.
 
-(The rows between kspark's stages on Spark are :mod:`kspark.spark.wire`'s.)"""
+(The rows between kspark's stages on Spark are :mod:`kspark.spark.internals.wire`'s.)"""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.errors import KsparkError
-from kspark.topology.plan import ExecutionPlan
+from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
 OUTPUT = "output"

@@ -336,13 +336,13 @@ class Task:
             )
 
     def _wrap(self, exc: Exception, where: str) -> StreamsError:
-        if isinstance(exc, StreamsError) and getattr(exc, "located", False):
+        if isinstance(exc, StreamsError) and exc.located:
             return exc
         node = self.current.take_failed_node()
         err = StreamsError(
             f"task {self.task_id}, processor {node!r}: {type(exc).__name__}: {exc} (while {where})"
         )
-        err.located = True  # type: ignore[attr-defined]
+        err.located = True
         return err
 
     def forward(self, from_node: str, record: Record, child_name: str | None = None) -> None:

@@ -1,4 +1,5 @@
-"""The Spark runtime."""
+"""The Spark runtime: :class:`StreamsApp` runs a topology as one Structured Streaming query
+(:mod:`kspark.spark.session` makes the local session; the rest is in ``internals``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kspark.spark.app import StreamsApp
+    from kspark.spark.internals.kafka_source import skipped_offsets
 
 
 def __getattr__(name: str) -> object:
@@ -15,7 +17,11 @@ def __getattr__(name: str) -> object:
         from kspark.spark.app import StreamsApp
 
         return StreamsApp
+    if name == "skipped_offsets":
+        from kspark.spark.internals.kafka_source import skipped_offsets
+
+        return skipped_offsets
     raise AttributeError(f"module 'kspark.spark' has no attribute {name!r}")
 
 
-__all__ = ["StreamsApp"]
+__all__ = ["StreamsApp", "skipped_offsets"]

@@ -18,9 +18,9 @@ from kspark.io.kafka import KafkaTopic
 from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
-from kspark.spark.kafka_input import kafka_source_frame
-from kspark.spark.kafka_source import kafka_input_frame
-from kspark.spark.wire import (
+from kspark.spark.internals.kafka_input import kafka_source_frame
+from kspark.spark.internals.kafka_source import kafka_input_frame
+from kspark.spark.internals.wire import (
     INPUT_TYPES,
     KIND_CHANGELOG,
     KIND_METRICS,
@@ -28,7 +28,7 @@ from kspark.spark.wire import (
     ROW_DDL,
 )
 from kspark.state.changelog import changelog_topic
-from kspark.topology.plan import ExecutionPlan
+from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
 log = logging.getLogger("kspark.app")
@@ -174,7 +174,7 @@ class StreamsApp:
             raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
         from pyspark.sql import functions as F
 
-        from kspark.spark.wire import pack_stream
+        from kspark.spark.internals.wire import pack_stream
 
         # many records to a row through the shuffle and into the stages' Python workers (which
         # take several microseconds per row); the file source packs as it reads
@@ -194,7 +194,7 @@ class StreamsApp:
         tasks save the fixed cost of each (state store load and commit, Python worker set-up).
         A restart keeps the number its checkpoint was started with, as Spark does."""
         if self._spark_partitions is None:
-            from kspark.spark.query import APP_INFO, _local, load_app_info
+            from kspark.spark.internals.query import APP_INFO, _local, load_app_info
 
             tasks = self.task_count
             setting = self.config.extra.get("spark.kspark.partitions")
@@ -235,7 +235,7 @@ class StreamsApp:
         from pyspark import cloudpickle
         from pyspark.sql import functions as F
 
-        from kspark.spark.stage import StageProcessor, task_group_column
+        from kspark.spark.internals.stage import StageProcessor, task_group_column
 
         spark = self.spark
         frames = [self._source_frame(t) for t in self.topology.external_source_topics()]
@@ -280,7 +280,7 @@ class StreamsApp:
                 spec.prepare(self, topic)
         self._plan = None  # Kafka topics now know their partitions
         frame = self.build_query_frame()
-        from kspark.spark.query import write_app_info
+        from kspark.spark.internals.query import write_app_info
 
         write_app_info(self)
         writer = (
@@ -298,7 +298,7 @@ class StreamsApp:
         import pyarrow.compute as pc
 
         from kspark.io.schema import SINK_COLUMNS
-        from kspark.spark.wire import unpack_output
+        from kspark.spark.internals.wire import unpack_output
 
         table = unpack_output(frame.toArrow())
         kinds = table.column("kind")
@@ -401,7 +401,7 @@ class StreamsApp:
         """A read-only view of store ``name`` (docs/api.md's read methods) over every task, reading
         the latest committed state of this app's query, running or stopped; it follows new
         commits. Unknown names raise ``InvalidStateStoreError`` listing the stores."""
-        from kspark.spark.query import app_info, store_view
+        from kspark.spark.internals.query import app_info, store_view
 
         return store_view(self.spark, self.checkpoint_dir, name, app_info(self))
 

@@ -110,7 +110,7 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     prepare_python_env()
     from pyspark.sql import SparkSession
 
-    from kspark.spark.kafka_connector import add_connector_jars
+    from kspark.spark.internals.kafka_connector import add_connector_jars
 
     builder = SparkSession.builder.master(master).appName("kspark")
     settings = {**kspark_spark_conf(), **(conf or {})}
@@ -143,9 +143,9 @@ def register_data_sources(spark: Any) -> None:
     """Register kspark's data sources with ``spark`` (once per session)."""
     if spark in _REGISTERED:
         return
-    from kspark.spark.file_source import FileSource
-    from kspark.spark.kafka_source import KafkaSource
-    from kspark.spark.tick_source import TickSource
+    from kspark.spark.internals.file_source import FileSource
+    from kspark.spark.internals.kafka_source import KafkaSource
+    from kspark.spark.internals.tick_source import TickSource
 
     spark.dataSource.register(FileSource)
     spark.dataSource.register(TickSource)

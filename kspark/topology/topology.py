@@ -169,7 +169,7 @@ class Topology:
             ChangelogKeySerde,
             ChangelogValueSerde,
         )
-        from kspark.topology import source_stores
+        from kspark.topology.internals import source_stores
 
         name = store_builder.name
         if name in self.store_builders:

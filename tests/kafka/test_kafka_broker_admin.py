@@ -17,7 +17,7 @@ from kafka_util import BASE_MS, consume, create, produce
 from kspark.examples.sessions import topology as sessions_topology
 from kspark.kafka import EmbeddedBroker, TopicError, TopicSpec, ensure_topics, topology_topics
 from kspark.kafka.reader import OffsetLookup, OffsetRange, limit_ranges, plan_start, read_range
-from kspark.topology.plan import ExecutionPlan
+from kspark.topology.internals.plan import ExecutionPlan
 
 pytestmark = pytest.mark.kafka
 

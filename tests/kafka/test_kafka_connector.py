@@ -16,7 +16,7 @@ from kafka_app_process import sessions_app
 from kafka_util import create, driver_outputs, kafka_outputs, produce, sessions_clicks
 
 from kspark import io
-from kspark.spark.kafka_connector import has_connector
+from kspark.spark.internals.kafka_connector import has_connector
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
@@ -77,8 +77,8 @@ def test_source_spark_without_the_connector_is_a_clear_error(bootstrap):
         from pyspark.sql import SparkSession
 
         from kspark import io
-        from kspark.spark.kafka_connector import ConnectorMissing, uses_connector
-        from kspark.spark.kafka_input import kafka_source_frame
+        from kspark.spark.internals.kafka_connector import ConnectorMissing, uses_connector
+        from kspark.spark.internals.kafka_input import kafka_source_frame
         from kspark.spark.session import prepare_python_env
 
         prepare_python_env()

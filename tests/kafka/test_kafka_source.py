@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka_util import BASE_MS, create, produce
 
-from kspark.spark.kafka_source import skipped_offsets
+from kspark.spark.internals.kafka_source import skipped_offsets
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

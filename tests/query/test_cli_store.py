@@ -14,7 +14,7 @@ from kspark import io
 from kspark.cli import app as cli
 from kspark.cli_store import parse_key, parse_time
 from kspark.spark import StreamsApp
-from kspark.spark.query import load_app_info, write_app_info
+from kspark.spark.internals.query import load_app_info, write_app_info
 
 runner = CliRunner()
 

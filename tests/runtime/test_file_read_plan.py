@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark.spark import file_source
-from kspark.spark.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
-from kspark.spark.stage import StageProcessor
-from kspark.spark.stage_rows import RECORD_FIELDS, record_columns
-from kspark.spark.wire import KIND_FILE, ROW_COLUMNS
+from kspark.spark.internals import file_source
+from kspark.spark.internals.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
+from kspark.spark.internals.stage import StageProcessor
+from kspark.spark.internals.stage_rows import RECORD_FIELDS, record_columns
+from kspark.spark.internals.wire import KIND_FILE, ROW_COLUMNS
 
 row_groups = st.lists(st.integers(1, 400_000), min_size=1, max_size=6)
 files = st.lists(st.one_of(st.none(), row_groups), min_size=1, max_size=5)
@@ -236,8 +236,8 @@ def test_file_rows_without_a_reader_are_refused(tmp_path):
 def test_an_empty_file_range_gives_no_records():
     import pyarrow as pa
 
-    from kspark.spark.file_source import FileRangeRecords
-    from kspark.spark.wire import INPUT_ARROW
+    from kspark.spark.internals.file_source import FileRangeRecords
+    from kspark.spark.internals.wire import INPUT_ARROW
 
     records = FileRangeRecords(pa.RecordBatch.from_pylist([], schema=INPUT_ARROW))
     assert records.pop(0) is None and records.pop(1, "none") == "none"

@@ -17,11 +17,11 @@ import pytest
 
 from kspark.io.files import OFFSET_STRIDE, file_rows
 from kspark.runtime.task import SourceRecord
-from kspark.spark import wire
-from kspark.spark.file_source import _parquet_batch
-from kspark.spark.stage import spark_hash_int, task_group_values
-from kspark.spark.stage_rows import RECORD_FIELDS, _ordered, record_columns
-from kspark.spark.wire import (
+from kspark.spark.internals import wire
+from kspark.spark.internals.file_source import _parquet_batch
+from kspark.spark.internals.stage import spark_hash_int, task_group_values
+from kspark.spark.internals.stage_rows import RECORD_FIELDS, _ordered, record_columns
+from kspark.spark.internals.wire import (
     INPUT_ARROW,
     KIND_PACKED,
     KIND_RECORD,
@@ -133,7 +133,7 @@ def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
 
 def test_output_partitions_are_kafkas_default_partitioner_per_topic():
     from kspark.hashing import kafka_partition
-    from kspark.spark.stage_rows import _partitions_of
+    from kspark.spark.internals.stage_rows import _partitions_of
 
     rng = random.Random(7)
     counts = {"four": 4, "seven": 7, "one": 1}
@@ -258,7 +258,7 @@ def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeyp
 
 
 def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarray]:
-    from kspark.spark.wire import KIND_CHANGELOG, KIND_METRICS, ROW_DTYPES
+    from kspark.spark.internals.wire import KIND_CHANGELOG, KIND_METRICS, ROW_DTYPES
 
     rows = []
     for i in range(n):
@@ -274,7 +274,7 @@ def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarr
 
 
 def test_packed_output_expands_to_each_topics_records_in_order():
-    from kspark.spark.wire import pack_output, unpack_output
+    from kspark.spark.internals.wire import pack_output, unpack_output
 
     rng = random.Random(5)
     tasks = [_output_columns(rng, f"0_{t}", 60) for t in range(3)]

@@ -193,7 +193,7 @@ class SuppressProcessor(Processor, StreamTimeFollower):
                     f"currently [{self.num_records}/{self._fmt(self.max_records)}] records and "
                     f"[{self._bytes}/{self._fmt(self.max_bytes)}] bytes"
                 )
-                err.located = True  # type: ignore[attr-defined]  # already names where
+                err.located = True  # already names where
                 raise err
             while self._order and self._over_capacity():
                 self._release_first()

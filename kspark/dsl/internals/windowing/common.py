@@ -10,6 +10,7 @@ from typing import Any
 from kspark._duration import to_ms
 from kspark.dsl.internals.aggregations import Aggregation
 from kspark.dsl.internals.processors import change_forwarder
+from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
 from kspark.records import Change, Record
@@ -21,9 +22,9 @@ OBSERVED = "observed_stream_time"
 LAST_EMIT = "last_emit_close_time"
 
 
-def materialized_options(materialized: Any) -> dict[str, Any]:
-    """Read a duck-typed ``Materialized`` (or ``None``, or a store name): retention (ms or
-    ``None``), caching (default on), logging (default on) and serdes."""
+def materialized_options(materialized: Materialized | str | None) -> dict[str, Any]:
+    """Read a ``Materialized`` (or ``None``, or a store name): retention (ms or ``None``),
+    caching (default on), logging (default on) and serdes."""
     if materialized is None or isinstance(materialized, str):
         return {
             "retention": None,
@@ -32,17 +33,17 @@ def materialized_options(materialized: Any) -> dict[str, Any]:
             "key_serde": None,
             "value_serde": None,
         }
-    retention = getattr(materialized, "retention", None)
+    retention = materialized.retention
     if isinstance(retention, timedelta | int) and not isinstance(retention, bool):
         retention = to_ms(retention, "retention")
     elif retention is not None:
         raise TypeError(f"retention must be int ms or timedelta, got {retention!r}")
     return {
         "retention": retention,
-        "caching": bool(getattr(materialized, "caching", True)),
-        "logging": bool(getattr(materialized, "logging", True)),
-        "key_serde": getattr(materialized, "key_serde", None),
-        "value_serde": getattr(materialized, "value_serde", None),
+        "caching": bool(materialized.caching),
+        "logging": bool(materialized.logging),
+        "key_serde": materialized.key_serde,
+        "value_serde": materialized.value_serde,
     }
 
 

@@ -95,9 +95,9 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             context, self.store_name, self.emit_final)
         #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
         #: from the store on first use (so also after a restart)
-        self._pending: SortedSet | None = None
+        self.pending_closes: SortedSet | None = None
         #: set while :meth:`process_batch` runs single records: emission is computed there
-        self._in_batch = False
+        self.in_batch = False
 
     def _forward_update(self, windowed: Windowed, new: Any, old: Any) -> None:
         if not self.emit_final and not self.caching:
@@ -110,7 +110,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
         gap = self.windows.inactivity_gap_ms
         observed = observe(self.state, ts)
         close = observed - self.windows.grace_ms - gap
-        closed = self._closed_sessions(close) if self.emit_final and not self._in_batch else None
+        closed = self._closed_sessions(close) if self.emit_final and not self.in_batch else None
 
         found = self.store.find_sessions(key, ts - gap, ts + gap)
         start, end, agg = merged_session(
@@ -131,10 +131,10 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             windowed = Windowed(key, merged)
             self.store.put(windowed, agg)
             self._forward_update(windowed, agg, None)
-            if self._pending is not None:
+            if self.pending_closes is not None:
                 for w in removed:
-                    self._pending.discard((w.window.end, w.window.start, key))
-                self._pending.add((end, start, key))
+                    self.pending_closes.discard((w.window.end, w.window.start, key))
+                self.pending_closes.add((end, start, key))
 
         if closed is not None:
             for windowed, final in closed:
@@ -160,10 +160,10 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
         last = self.state.get(LAST_EMIT)
         if last is not None and close <= last:
             return None
-        pending = self._pending
+        pending = self.pending_closes
         if pending is None:
             floor = -1 if last is None else last
-            pending = self._pending = SortedSet(
+            pending = self.pending_closes = SortedSet(
                 (kv.key.window.end, kv.key.window.start, kv.key.key)
                 for kv in self.store.all()
                 if kv.key.window.end >= floor

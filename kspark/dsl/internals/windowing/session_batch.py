@@ -170,7 +170,7 @@ class SessionBatch(SessionEmission):
             changed = store._changed
             for _, _, store_key, old, new_value, stamp in self.events:
                 changed(store_key, old, new_value, stamp)
-        proc._pending = None
+        proc.pending_closes = None
         return int(good.sum())
 
     # -- clocks and single records -----------------------------------------------------------
@@ -189,7 +189,7 @@ class SessionBatch(SessionEmission):
 
     def _run_exact(self, positions: np.ndarray, obs_before: np.ndarray) -> None:
         proc, store, view = self.proc, self.store, self.view
-        proc._in_batch = True
+        proc.in_batch = True
         try:
             for p in positions.tolist():  # records with a null key: they change no session
                 before = int(obs_before[p])
@@ -197,7 +197,7 @@ class SessionBatch(SessionEmission):
                 store.advance_observed(before)
                 view.process_exact(p, proc.process)
         finally:
-            proc._in_batch = False
+            proc.in_batch = False
 
     # -- groups replayed record by record -----------------------------------------------------
     def _replay_group(

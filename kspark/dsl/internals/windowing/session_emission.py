@@ -35,9 +35,9 @@ class SessionOperator(Protocol):
     context: ProcessorContext
     state: dict[str, Any]
     #: set while the batch path runs single records through :meth:`process`
-    _in_batch: bool
+    in_batch: bool
     #: the sessions awaiting emission on window close (loaded on first use)
-    _pending: SortedSet | None
+    pending_closes: SortedSet | None
 
     def process(self, record: Record) -> None: ...
 

@@ -1,5 +1,5 @@
-"""The row work of one stage batch (see :mod:`kspark.spark.stage`): unpack and order a task's
-input rows, run the task, and turn its output into rows, as columns with pandas and numpy."""
+"""The row work of one stage batch (see :mod:`.stage`): unpack and order a task's input rows,
+run the task, and turn its output into rows, as columns with pandas and numpy."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kspark.hashing import kafka_partitions
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch
-from kspark.spark.wire import (
+from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
     KIND_METRICS,
@@ -41,7 +41,7 @@ def stage_batch(
     state: TaskStateBackend,
 ) -> Iterator[pd.DataFrame]:
     """Output rows of one task's micro-batch in ``stage`` (a
-    :class:`~kspark.spark.stage.StageProcessor`): rows of other topics pass through."""
+    :class:`~kspark.spark.internals.stage.StageProcessor`): rows of other topics pass through."""
     frame = pd.concat(list(rows), ignore_index=True)
     sub = topology.sub_topologies()[stage.sub_topology_id]
     kinds = frame["kind"]

@@ -10,7 +10,7 @@ from typing import Any, cast
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 
-from kspark.spark.wire import (
+from kspark.spark.internals.wire import (
     INPUT_ARROW,
     KIND_FILE,
     ROW_DDL,

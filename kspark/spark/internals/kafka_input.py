@@ -1,6 +1,6 @@
 """A Kafka topic location (:class:`~kspark.io.kafka.KafkaTopic`) as a streaming DataFrame in
 kspark's input layout, read by kspark's own source ``kspark_kafka`` or by Spark's connector as
-the location's ``source`` setting picks (:func:`~kspark.spark.kafka_connector.uses_connector`).
+the location's ``source`` setting picks (:func:`.kafka_connector.uses_connector`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 from kspark.io.kafka import KafkaTopic
 from kspark.kafka.admin import matching_topics, partition_counts
-from kspark.spark.kafka_connector import connector_reader, uses_connector
-from kspark.spark.kafka_source import kafka_input_frame
+from kspark.spark.internals.kafka_connector import connector_reader, uses_connector
+from kspark.spark.internals.kafka_source import kafka_input_frame
 
 
 def kafka_source_frame(spark: Any, location: KafkaTopic, topic: str) -> Any:

@@ -10,7 +10,7 @@ from typing import Any, cast
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
-from kspark.spark.wire import KIND_TICK, ROW_DDL, rows_of
+from kspark.spark.internals.wire import KIND_TICK, ROW_DDL, rows_of
 
 
 class _TickPartition(InputPartition):

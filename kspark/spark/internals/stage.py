@@ -2,7 +2,7 @@
 
 This module holds what Spark unpickles in every Python worker (and in the driver-side runner
 that reads the state schema at query planning), so it imports nothing heavy; the row work of a
-batch is in :mod:`kspark.spark.stage_rows`.
+batch is in :mod:`kspark.spark.internals.stage_rows`.
 
 Every stage reads and writes rows of the same layout (``kspark.io.schema.OUTPUT_DDL``). A stage
 processes the record rows of its own source topics (and tick rows) with the same
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kspark.config import StreamsConfig
-    from kspark.spark.file_source import FileRangeRecords
+    from kspark.spark.internals.file_source import FileRangeRecords
 
 _TOPOLOGIES: dict[str, Any] = {}
 
@@ -162,7 +162,7 @@ class StageProcessor(StatefulProcessor):
         range is read once per Spark task, for all the tasks it runs."""
         records = self._file_ranges.get(blob)
         if records is None:
-            from kspark.spark.file_source import read_file_range
+            from kspark.spark.internals.file_source import read_file_range
 
             records = self._file_ranges[blob] = read_file_range(blob)
         return records.pop(partition, None)
@@ -170,7 +170,7 @@ class StageProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        from kspark.spark.stage_rows import stage_batch
+        from kspark.spark.internals.stage_rows import stage_batch
 
         topology = _load_topology(self.topology_blob, self.digest)
         yield from stage_batch(

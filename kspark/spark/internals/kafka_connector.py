@@ -26,7 +26,7 @@ from typing import Any
 from kspark.errors import KsparkError
 from kspark.maven import cache_dir, resolve
 
-log = logging.getLogger("kspark.spark.kafka_connector")
+log = logging.getLogger("kspark.spark.internals.kafka_connector")
 
 ARTIFACT = "spark-sql-kafka-0-10"
 PROVIDER_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
