@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import tempfile
@@ -14,19 +13,9 @@ from typing import Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
-from kspark.io.kafka import KafkaTopic
 from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
-from kspark.spark.internals.kafka_input import kafka_source_frame
-from kspark.spark.internals.kafka_source import kafka_input_frame
-from kspark.spark.internals.wire import (
-    INPUT_TYPES,
-    KIND_CHANGELOG,
-    KIND_METRICS,
-    KIND_RECORD,
-    ROW_DDL,
-)
 from kspark.state.changelog import changelog_topic
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
@@ -154,33 +143,6 @@ class StreamsApp:
             register_data_sources(self._spark)
         return self._spark
 
-    def _source_frame(self, topic: str) -> Any:
-        spec = self.topics[topic]
-        spark = self.spark
-        if isinstance(spec, FileTopic):
-            reader = spark.readStream.format("kspark_files")
-            for k, v in spec.source_options(topic).items():
-                reader = reader.option(k, v)
-            if self._read_files_in_stage():
-                reader = reader.option("read_in_stage", "true")
-            return reader.option("parallelism", str(self._parallelism or 1)).load()
-        from pyspark.sql import DataFrame
-
-        if isinstance(spec, KafkaTopic):
-            frame = kafka_source_frame(spark, spec, topic)
-        elif isinstance(spec, DataFrame) and spec.isStreaming:
-            frame = kafka_input_frame(spec)  # a streaming DataFrame of Kafka's columns
-        else:
-            raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
-        from pyspark.sql import functions as F
-
-        from kspark.spark.internals.wire import pack_stream
-
-        # many records to a row through the shuffle and into the stages' Python workers (which
-        # take several microseconds per row); the file source packs as it reads
-        typed = [F.col(c).cast(t).alias(c) for c, t in INPUT_TYPES]
-        return frame.select(*typed).mapInArrow(pack_stream, ROW_DDL)
-
     @property
     def task_count(self) -> int:
         """Tasks per sub-topology (:attr:`ExecutionPlan.tasks`)."""
@@ -232,42 +194,17 @@ class StreamsApp:
 
     def build_query_frame(self) -> Any:
         """The streaming DataFrame of output rows (before the sink)."""
-        from pyspark import cloudpickle
-        from pyspark.sql import functions as F
+        from kspark.spark.internals.query_frame import query_frame, source_frame
 
-        from kspark.spark.internals.stage import StageProcessor, task_group_column
-
-        spark = self.spark
-        frames = [self._source_frame(t) for t in self.topology.external_source_topics()]
-        topic_partitions = dict(self.plan.partitions)
-        tasks = self.task_count
+        read_in_stage = self._read_files_in_stage()
+        sources = [
+            source_frame(self.spark, topic, self.topics[topic], read_in_stage, self._parallelism)
+            for topic in self.topology.external_source_topics()
+        ]
         self._ticks = self._needs_ticks()
-        if self._ticks:
-            interval = self.config.extra.get("spark.kspark.tick.ms", 1000)
-            frames.append(
-                spark.readStream.format("kspark_ticks")
-                .option("interval_ms", str(interval))
-                .option("tasks", ",".join(str(i) for i in range(tasks)))
-                .load()
-            )
-        frame = frames[0]
-        for other in frames[1:]:
-            frame = frame.unionByName(other)
-        blob = cloudpickle.dumps(self.topology)
-        partitions = self.spark_partitions
-        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-        changelogs = self._changelog_topics()
-        for sub in self.plan.stages:
-            # tasks spread evenly over the shuffle partitions, which run side by side
-            group = task_group_column(F.col("partition"), tasks, partitions)
-            frame = frame.withColumn("task_group", group)
-            frame = frame.groupBy("task_group").transformWithStateInPandas(
-                StageProcessor(blob, sub.id, self.config, topic_partitions, changelogs),
-                ROW_DDL,
-                "Append",
-                "None",
-            )
-        return frame
+        return query_frame(self.spark, self.topology, self.plan, self.config, sources,
+                           ticks=self._ticks, spark_partitions=self.spark_partitions,
+                           changelogs=self._changelog_topics())
 
     # -- running -------------------------------------------------------------------------------
     def start(self) -> StreamsApp:
@@ -294,33 +231,9 @@ class StreamsApp:
         return self
 
     def _on_batch(self, frame: Any, batch_id: int) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        from kspark.spark.internals.batch_output import write_batch
 
-        from kspark.io.schema import SINK_COLUMNS
-        from kspark.spark.internals.wire import unpack_output
-
-        table = unpack_output(frame.toArrow())
-        kinds = table.column("kind")
-        is_record = pc.is_in(kinds, value_set=pa.array([KIND_RECORD, KIND_CHANGELOG]))
-        records = table.filter(pc.fill_null(is_record, False))
-        sinks = self._sink_locations()
-        for topic in pc.unique(records.column("topic")).to_pylist():
-            if topic not in sinks:
-                raise StreamsError(
-                    f"batch {batch_id}: records for topic {topic!r} which has no sink location"
-                )
-        topic_column = records.column("topic")
-        for topic, sink in sinks.items():
-            sink.write_table(batch_id, records.filter(pc.equal(topic_column, topic))
-                             .select(SINK_COLUMNS))
-        run = self._run_id()
-        for sink in {id(s): s for s in sinks.values()}.values():
-            sink.commit_batch(batch_id, run)
-        metrics = Metrics()
-        is_metrics = pc.fill_null(pc.equal(kinds, KIND_METRICS), False)
-        for value in table.filter(is_metrics).column("value").to_pylist():
-            metrics.merge(json.loads(value))
+        metrics = write_batch(frame.toArrow(), batch_id, self._sink_locations(), self._run_id)
         with self._lock:
             self._metrics.merge(metrics.counters)
             self._batches += 1
@@ -359,20 +272,9 @@ class StreamsApp:
         if not self._ticks:
             query.processAllAvailable()
             return
-        deadline = time.time() + timeout
-        start = time.time() * 1000
-        while True:
-            exc = query.exception()
-            if exc is not None:
-                raise exc
-            progress = query.lastProgress
-            if progress is not None and _parse_time(progress["timestamp"]) >= start and all(
-                    _caught_up(s) for s in progress["sources"]
-                    if "kspark_ticks" not in s["description"]):
-                return
-            if time.time() > deadline:
-                raise TimeoutError(f"input not processed within {timeout} s")
-            time.sleep(0.1)
+        from kspark.spark.internals.progress import wait_caught_up
+
+        wait_caught_up(query, timeout)
 
     def await_termination(self, timeout: float | None = None) -> bool | None:
         query = self._require_query()
@@ -429,24 +331,6 @@ class StreamsApp:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _caught_up(source: dict[str, Any]) -> bool:
-    """Whether a source's progress shows nothing left after the batch's end offset (a source
-    that reports no latest offset counts as caught up)."""
-    latest, end = (json.loads(o) if isinstance(o, str) else o
-                   for o in (source.get("latestOffset"), source.get("endOffset")))
-    return latest is None or latest == end
-
-
-def _parse_time(text: str) -> float:
-    """Milliseconds of a streaming progress timestamp (``2026-11-21T12:00:00.000Z``)."""
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
-
-
-
 
 
 __all__ = ["PunctuationType", "StreamsApp"]

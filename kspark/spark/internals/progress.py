@@ -1,0 +1,40 @@
+"""Reading a streaming query's progress: whether its sources have caught up."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import Any
+
+
+def wait_caught_up(query: Any, timeout: float, ignore: str = "kspark_ticks") -> None:
+    """Block until a micro-batch planned after this call left no data source behind (sources
+    whose description contains ``ignore``, the tick source, always have new input); raise the
+    query's exception if it fails, ``TimeoutError`` after ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    start = time.time() * 1000
+    while True:
+        exc = query.exception()
+        if exc is not None:
+            raise exc
+        progress = query.lastProgress
+        if progress is not None and _parse_time(progress["timestamp"]) >= start and all(
+                _caught_up(s) for s in progress["sources"] if ignore not in s["description"]):
+            return
+        if time.time() > deadline:
+            raise TimeoutError(f"input not processed within {timeout} s")
+        time.sleep(0.1)
+
+
+def _caught_up(source: dict[str, Any]) -> bool:
+    """Whether a source's progress shows nothing left after the batch's end offset (a source
+    that reports no latest offset counts as caught up)."""
+    latest, end = (json.loads(o) if isinstance(o, str) else o
+                   for o in (source.get("latestOffset"), source.get("endOffset")))
+    return latest is None or latest == end
+
+
+def _parse_time(text: str) -> float:
+    """Milliseconds of a streaming progress timestamp (``2026-11-21T12:00:00.000Z``)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000

@@ -1,0 +1,90 @@
+"""The streaming DataFrame a StreamsApp runs: its sources as rows of the wire format
+(:mod:`.wire`), the tick source when wall-clock time is needed, and one stateful stage per
+sub-topology (:class:`.stage.StageProcessor`), grouped so that tasks spread over the shuffle
+partitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark.config import StreamsConfig
+from kspark.io.files import FileTopic
+from kspark.io.kafka import KafkaTopic
+from kspark.spark.internals.kafka_input import kafka_source_frame
+from kspark.spark.internals.kafka_source import kafka_input_frame
+from kspark.spark.internals.wire import INPUT_TYPES, ROW_DDL
+from kspark.topology.internals.plan import ExecutionPlan
+from kspark.topology.topology import Topology
+
+#: the tick source's interval, ms (``spark.kspark.tick.ms``)
+DEFAULT_TICK_MS = 1000
+
+
+def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
+                 parallelism: int | None) -> Any:
+    """Rows of source ``topic`` at location ``spec``: a file topic read by kspark's file source
+    (in the stages' tasks when ``read_in_stage``), a Kafka topic or a streaming DataFrame with
+    Kafka's columns, packed many records to a row."""
+    if isinstance(spec, FileTopic):
+        reader = spark.readStream.format("kspark_files")
+        for k, v in spec.source_options(topic).items():
+            reader = reader.option(k, v)
+        if read_in_stage:
+            reader = reader.option("read_in_stage", "true")
+        return reader.option("parallelism", str(parallelism or 1)).load()
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    from kspark.spark.internals.wire import pack_stream
+
+    if isinstance(spec, KafkaTopic):
+        frame = kafka_source_frame(spark, spec, topic)
+    elif isinstance(spec, DataFrame) and spec.isStreaming:
+        frame = kafka_input_frame(spec)  # a streaming DataFrame of Kafka's columns
+    else:
+        raise TypeError(f"topic {topic!r}: unsupported location {spec!r}")
+    # many records to a row through the shuffle and into the stages' Python workers (which
+    # take several microseconds per row); the file source packs as it reads
+    typed = [F.col(c).cast(t).alias(c) for c, t in INPUT_TYPES]
+    return frame.select(*typed).mapInArrow(pack_stream, ROW_DDL)
+
+
+def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: StreamsConfig,
+                sources: list[Any], *, ticks: bool, spark_partitions: int,
+                changelogs: dict[str, str]) -> Any:
+    """The stages' output rows over the union of ``sources`` (and ticks): one
+    ``transformWithStateInPandas`` per sub-topology in ``plan``'s order, over
+    ``spark_partitions`` shuffle partitions; ``changelogs`` maps the stores written out to
+    their changelog topics."""
+    from pyspark import cloudpickle
+    from pyspark.sql import functions as F
+
+    from kspark.spark.internals.stage import StageProcessor, task_group_column
+
+    tasks = plan.tasks
+    frames = list(sources)
+    if ticks:
+        interval = config.extra.get("spark.kspark.tick.ms", DEFAULT_TICK_MS)
+        frames.append(
+            spark.readStream.format("kspark_ticks")
+            .option("interval_ms", str(interval))
+            .option("tasks", ",".join(str(i) for i in range(tasks)))
+            .load()
+        )
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    blob = cloudpickle.dumps(topology)
+    topic_partitions = dict(plan.partitions)
+    spark.conf.set("spark.sql.shuffle.partitions", str(spark_partitions))
+    for sub in plan.stages:
+        # tasks spread evenly over the shuffle partitions, which run side by side
+        group = task_group_column(F.col("partition"), tasks, spark_partitions)
+        frame = frame.withColumn("task_group", group)
+        frame = frame.groupBy("task_group").transformWithStateInPandas(
+            StageProcessor(blob, sub.id, config, topic_partitions, changelogs),
+            ROW_DDL,
+            "Append",
+            "None",
+        )
+    return frame
