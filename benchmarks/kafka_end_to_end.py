@@ -1,19 +1,53 @@
 """Benchmark: the main job (the sessions app of ``kspark.examples.sessions``) from a Kafka topic
-to Kafka topics, on the embedded broker and local Spark.
+to Kafka topics on the embedded Apache Kafka broker: kspark on local Spark, then Kafka Streams
+(Java, ``benchmarks/kafka-streams-anchor/``, the same job) on the same broker and the same clicks,
+printed side by side with the machine's CPU steal and load during each engine's run.
 
 - ``throughput``: N generated clicks (1 M by default, 10 k users, 4 partitions) are produced
-  first; then the app runs from the topic's beginning until everything is processed and written
-  to the output topics. Records/s = N / (time from ``StreamsApp.start`` to the end of
-  ``process_all_available``, query planning included). Emit on window close (the main job).
-- ``latency``: clicks are produced at a steady rate (5 k/s by default) for a bounded time, each
-  with the wall-clock time of its production as timestamp; the app emits session updates (emit
-  on update, caching per micro-batch). A click's latency is the time from its production until
-  the consumer of the output topic receives the first update of its user's session whose end is
-  at or after the click's timestamp. The app is warmed up first (1000 clicks processed); the
-  first ``--warmup`` seconds of steady input are left out.
+  once; then each engine reads the topic from its beginning until everything is processed and
+  written to its output topics (emit on window close: the main job). Records/s = N / the time
+  from the app's start until all its outputs are written and committed:
+
+  - kspark: from ``StreamsApp.start`` (Spark's JVM is up already; query planning counts) to the
+    end of ``process_all_available`` (the last micro-batch's Kafka transaction committed);
+  - Kafka Streams: from the moment its JVM (launched just before) makes its ``KafkaStreams``
+    object (so client creation, the group's rebalance and the creation of its changelog topics
+    count) to the moment the offsets its consumer group committed reach the input's end offsets
+    (polled every 50 ms): under exactly-once they commit in the same transaction as the outputs
+    of everything before them. The JVM's own start (about half a second) is printed apart.
+
+  Then both engines' final sessions are read back (``read_committed``) and compared: the sessions
+  (user, start, end) of each, their counts and pages, and the partition of each. kspark emits
+  some sessions that Kafka Streams never does (a deviation on purpose, see the README's
+  "Deviations from Kafka Streams": Kafka Streams' own TopologyTestDriver leaves out the same
+  ones on the same records); those show as "only in kspark's". Kafka Streams writes a
+  session-windowed key to the partition of its inner key (its ``WindowedStreamPartitioner``);
+  the last figure of each comparison line counts the sessions both engines put in the same
+  partition.
+- ``latency``: for each engine in turn, clicks are produced at a steady rate (5 k/s by default)
+  for a bounded time to an input topic of its own, each with the wall-clock time of its
+  production as timestamp; the app emits session updates (emit on update through its cache). A
+  click's latency is the time from its production until the consumer of the output topic
+  (``read_committed``) receives the first update of its user's session whose end is at or after
+  the click's timestamp. Each app is warmed up first (1000 clicks processed); the first
+  ``--warmup`` seconds of steady input are left out. kspark runs micro-batches back to back
+  (no trigger interval): each commits its Kafka transaction and flushes its cache, and the next
+  starts at once. Kafka Streams commits (and flushes its cache) every ``--ks-commit-ms``, by
+  default 100 ms, its own default under exactly-once: each engine at its default setting for
+  the freshest output exactly-once allows, the record caches at their defaults.
+
+Each mode starts a fresh broker and makes its internal topics for consumer groups and
+transactions (made on first use) before either engine runs, so that neither pays for them.
+Kafka Streams runs with exactly_once_v2 (kspark's Kafka sink is transactional), 2 stream
+threads (2 cores), RocksDB stores with changelog topics (its fault tolerance; kspark's state is
+in its checkpoint directory), and one internal setting: closed sessions are emitted on every
+record that advances the close time (as in kspark and the TopologyTestDriver) rather than at
+most once per wall-clock second, without which sessions that close in the last second of the
+bounded input would never be emitted.
 
     .venv/bin/python benchmarks/kafka_end_to_end.py throughput --records 1000000
     .venv/bin/python benchmarks/kafka_end_to_end.py latency --rate 5000 --seconds 60
+    .venv/bin/python benchmarks/kafka_end_to_end.py --engines kspark   # kspark alone
 """
 
 from __future__ import annotations
@@ -22,14 +56,23 @@ import argparse
 import bisect
 import json
 import os
+import random
 import shutil
 import statistics
+import struct
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
+from kafka_streams_anchor import (
+    COMMIT_INTERVAL_MS,
+    KafkaStreamsApp,
+    jar_path,
+    prepare_coordinators,
+)
 from machine import Steal, load_text
 
 from kspark import io
@@ -40,6 +83,12 @@ from kspark.spark import StreamsApp
 from kspark.spark.session import local_spark
 
 PARTITIONS = 4
+ENGINES = {"kspark": "kspark", "kstreams": "Kafka Streams"}
+#: each engine's input (latency) and output topics
+TOPICS = {
+    "kspark": ("clicks", "session-counts", "session-pages"),
+    "kstreams": ("kstreams-clicks", "kstreams-session-counts", "kstreams-session-pages"),
+}
 
 
 def _producer(bootstrap: str) -> Any:
@@ -49,11 +98,11 @@ def _producer(bootstrap: str) -> Any:
                      "linger.ms": 10, "queue.buffering.max.messages": 1_000_000})
 
 
-def _send(producer: Any, user: str, click: dict, ts: int) -> None:
+def _send(producer: Any, user: str, click: dict, ts: int, topic: str = "clicks") -> None:
     key = user.encode()
     while True:
         try:
-            producer.produce("clicks", json.dumps(click).encode(), key, timestamp=ts,
+            producer.produce(topic, json.dumps(click).encode(), key, timestamp=ts,
                              partition=kafka_partition(key, PARTITIONS))
             return
         except BufferError:
@@ -71,6 +120,37 @@ def _app(bootstrap: str, spark: Any, workdir: str, emit_on_close: bool,
                       checkpoint_dir=os.path.join(workdir, "checkpoint"))
 
 
+def _kstreams(args: argparse.Namespace, bootstrap: str, workdir: str, application_id: str,
+              input_topic: str, emit_on_close: bool) -> KafkaStreamsApp:
+    _, counts, pages = TOPICS["kstreams"]
+    ensure_topics(bootstrap, [TopicSpec(counts, PARTITIONS), TopicSpec(pages, PARTITIONS)])
+    return KafkaStreamsApp(bootstrap, application_id, workdir, input_topic, counts, pages,
+                           emit_on_close, commit_interval_ms=args.ks_commit_ms,
+                           threads=args.ks_threads, cache_max_bytes=args.ks_cache_bytes)
+
+
+def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    from kspark.kafka.reader import OffsetLookup
+
+    lookup = OffsetLookup(bootstrap)
+    try:
+        return {p: e for (_, p), e in lookup.latest(lookup.topic_partitions([topic])).items()}
+    finally:
+        lookup.close()
+
+
+def _side_by_side(rows: list[tuple[str, dict[str, str]]], engines: list[str]) -> None:
+    """Print ``(label, {engine: text})`` rows as a table with a column per engine."""
+    width = max(len(label) for label, _ in rows)
+    cols = [max(len(ENGINES[e]), *(len(r.get(e, "")) for _, r in rows)) for e in engines]
+    print(f"  {'':<{width}}  " + "  ".join(f"{ENGINES[e]:>{w}}" for e, w in zip(engines, cols)))
+    for label, row in rows:
+        print(f"  {label:<{width}}  "
+              + "  ".join(f"{row.get(e, '-'):>{w}}" for e, w in zip(engines, cols)))
+
+
+# -- throughput --------------------------------------------------------------------------------
+
 def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) -> None:
     ensure_topics(bootstrap, [TopicSpec("clicks", PARTITIONS)])
     base = 1_700_000_000_000
@@ -83,6 +163,34 @@ def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: st
     produce_s = time.time() - started
     print(f"produced {len(clicks):,} clicks in {produce_s:.1f} s "
           f"({len(clicks) / produce_s:,.0f} records/s)")
+    results: dict[str, dict[str, Any]] = {}
+    for engine in args.engines:
+        run = _kspark_throughput if engine == "kspark" else _kstreams_throughput
+        results[engine] = run(args, bootstrap, spark, workdir, len(clicks))
+    outputs = {e: _final_sessions(bootstrap, *TOPICS[e][1:]) for e in args.engines}
+    for engine, (counts, _, tombstones) in outputs.items():
+        results[engine]["sessions"] = f"{len(counts):,}"
+        results[engine]["clicks"] = f"{sum(c for *_, c in counts):,}"
+        if tombstones:
+            results[engine]["sessions"] += f" (+{tombstones:,} tombstones)"
+    print(f"\nthroughput, {len(clicks):,} clicks ({args.users:,} users, {PARTITIONS} "
+          f"partitions), topic to topics, emit on window close:")
+    _side_by_side([
+        ("records/s", {e: f"{r['rate']:,.0f}" for e, r in results.items()}),
+        ("seconds, start to all written", {e: f"{r['elapsed']:.1f}" for e, r in results.items()}),
+        ("sessions written", {e: r["sessions"] for e, r in results.items()}),
+        ("clicks in the sessions", {e: r["clicks"] for e, r in results.items()}),
+        ("late records dropped (x2: both aggregations)",
+         {e: f"{r['dropped']:,}" for e, r in results.items()}),
+        ("CPU steal", {e: r["steal"] for e, r in results.items()}),
+        ("load at the end", {e: r["load"] for e, r in results.items()}),
+    ], list(args.engines))
+    if len(outputs) == 2:
+        _compare(outputs["kspark"], outputs["kstreams"])
+
+
+def _kspark_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str,
+                       n: int) -> dict[str, Any]:
     app = _app(bootstrap, spark, workdir, True, args.per_trigger)
     steal = Steal()
     started = time.time()
@@ -94,33 +202,173 @@ def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: st
         metrics = app.metrics()
     finally:
         app.stop()
-    from kspark.kafka.reader import read_to_end
-
-    sessions = sum(1 for _ in read_to_end(bootstrap, "session-counts"))
-    print(f"topic to topic: {len(clicks):,} records in {elapsed:.1f} s = "
-          f"{len(clicks) / elapsed:,.0f} records/s on {args.master} "
-          f"({len(progress)} micro-batches, {sessions:,} closed sessions written, "
-          f"{metrics['dropped-records-total']:,} drops; {Steal.text(steal.fraction())}, "
-          f"{load_text()})")
+    result = {"rate": n / elapsed, "elapsed": elapsed, "dropped": metrics["dropped-records-total"],
+              "steal": Steal.text(steal.fraction()), "load": load_text()}
+    print(f"kspark: {n:,} records in {elapsed:.1f} s = {n / elapsed:,.0f} records/s on "
+          f"{args.master} ({len(progress)} micro-batches; {result['steal']}, {result['load']})")
     for p in progress:
         d = p["durationMs"]
         print(f"  batch {p['batchId']}: {p['numInputRows']:,} rows, "
               f"{d.get('triggerExecution', 0) / 1000:.1f} s (addBatch "
               f"{d.get('addBatch', 0) / 1000:.1f} s, latestOffset "
               f"{d.get('latestOffset', 0) / 1000:.2f} s)")
+    return result
 
+
+def _kstreams_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str,
+                         n: int) -> dict[str, Any]:
+    ends = _end_offsets(bootstrap, "clicks")
+    app = _kstreams(args, bootstrap, workdir, "kstreams-throughput", "clicks", True)
+    steal = Steal()
+    app.start()
+    try:
+        done = app.wait_caught_up(ends, timeout=args.drain)
+        fraction = steal.fraction()
+        load = load_text()
+    finally:
+        app.stop()
+    elapsed = done - app.created_at
+    assert app.launched_at is not None
+    running = app.reported.get("running")
+    result = {"rate": n / elapsed, "elapsed": elapsed, "dropped": app.dropped or 0,
+              "steal": Steal.text(fraction), "load": load}
+    print(f"Kafka Streams: {n:,} records in {elapsed:.1f} s = {n / elapsed:,.0f} records/s "
+          f"({args.ks_threads} stream threads, commit every {args.ks_commit_ms} ms; the JVM took "
+          f"{app.created_at - app.launched_at:.1f} s to start, not counted; RUNNING after "
+          + (f"{running - app.created_at:.1f} s" if running else "?")
+          + f"; {result['steal']}, {load})")
+    return result
+
+
+Sessions = tuple[Counter, Counter, int]
+
+
+def _final_sessions(bootstrap: str, counts_topic: str, pages_topic: str) -> Sessions:
+    """The sessions of an engine's output topics, read_committed: ``(counts, pages,
+    tombstones)``, counters of ``(partition, user, start, end, count)`` and of ``(partition,
+    user, start, end, pages)``."""
+    from kspark.kafka.reader import read_to_end
+    from kspark.serdes import SessionWindowed, String
+
+    keys = SessionWindowed(String())
+    counts: Counter = Counter()
+    pages: Counter = Counter()
+    tombstones = 0
+    for topic, into in ((counts_topic, counts), (pages_topic, pages)):
+        for m in read_to_end(bootstrap, topic):
+            if m.value() is None:
+                tombstones += 1
+                continue
+            w = keys.deserialize(m.key())
+            value = (struct.unpack(">q", m.value())[0] if into is counts
+                     else tuple(json.loads(m.value())))
+            into[(m.partition(), w.key, w.window.start, w.window.end, value)] += 1
+    return counts, pages, tombstones
+
+
+def _compare(ours: Sessions, theirs: Sessions) -> None:
+    """Print whether kspark's and Kafka Streams' final sessions agree: the same sessions (user,
+    start, end) with the same count and pages, and each in the same partition."""
+    for what, a, b in (("session counts", ours[0], theirs[0]),
+                       ("session pages", ours[1], theirs[1])):
+        mine = {k[1:4]: (k[0], k[4]) for k in a}
+        other = {k[1:4]: (k[0], k[4]) for k in b}
+        both = mine.keys() & other.keys()
+        same_value = sum(1 for k in both if mine[k][1] == other[k][1])
+        same_partition = sum(1 for k in both if mine[k][0] == other[k][0])
+        only_mine = sorted(mine.keys() - other.keys())
+        only_other = sorted(other.keys() - mine.keys())
+        duplicates = sum(a.values()) - len(mine) + sum(b.values()) - len(other)
+        agree = not only_mine and not only_other and same_value == len(both) and not duplicates
+        print(f"{what}: {'AGREE' if agree else 'DIFFER'}: {len(both):,} sessions (user, start, "
+              f"end) in both outputs, {same_value:,} of them with the same "
+              f"{'count' if what == 'session counts' else 'pages'}; {len(only_mine):,} only in "
+              f"kspark's, {len(only_other):,} only in Kafka Streams'"
+              + (f"; {duplicates:,} written twice" if duplicates else "")
+              + f"; {same_partition:,} of those in both in the same partition")
+        for label, only, source in (("kspark only", only_mine, mine),
+                                    ("Kafka Streams only", only_other, other)):
+            for key in only[:3]:
+                print(f"  {label}: {key[0]} [{key[1]}, {key[2]}] -> {source[key][1]}")
+        for key in [k for k in sorted(both) if mine[k][1] != other[k][1]][:3]:
+            print(f"  different: {key[0]} [{key[1]}, {key[2]}]: kspark {mine[key][1]}, "
+                  f"Kafka Streams {other[key][1]}")
+
+
+# -- latency -----------------------------------------------------------------------------------
 
 def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) -> None:
-    import random
+    results: dict[str, dict[str, Any]] = {}
+    for engine in args.engines:
+        run = _kspark_latency if engine == "kspark" else _kstreams_latency
+        results[engine] = run(args, bootstrap, spark, workdir)
+    print(f"\nlatency, clicks produced at a steady {args.rate:,}/s for {args.seconds} s "
+          f"({args.users:,} users), produce to the first output of the session, the first "
+          f"{args.warmup} s left out:")
+    _side_by_side([
+        ("input rate reached, records/s", {e: f"{r['rate']:,.0f}" for e, r in results.items()}),
+        ("median latency, s", {e: r["median"] for e, r in results.items()}),
+        ("p95 latency, s", {e: r["p95"] for e, r in results.items()}),
+        ("max latency, s", {e: r["max"] for e, r in results.items()}),
+        ("clicks measured / without output",
+         {e: f"{r['measured']:,} / {r['missing']:,}" for e, r in results.items()}),
+        ("all processed after the input, s",
+         {e: f"{r['drained']:.1f}" for e, r in results.items()}),
+        ("CPU steal", {e: r["steal"] for e, r in results.items()}),
+        ("load at the end", {e: r["load"] for e, r in results.items()}),
+    ], list(args.engines))
 
+
+def _kspark_latency(args: argparse.Namespace, bootstrap: str, spark: Any,
+                    workdir: str) -> dict[str, Any]:
+    ensure_topics(bootstrap, [TopicSpec("clicks", PARTITIONS)])
+    app = _app(bootstrap, spark, workdir, False, None)
+    app.start()
+    warm_batches = 0
+
+    def warmed() -> None:
+        nonlocal warm_batches
+        warm_batches = len(app.query.recentProgress)
+
+    try:
+        result = _steady(args, bootstrap, "kspark", app.process_all_available, warmed)
+    finally:
+        batches = [p for p in app.query.recentProgress[warm_batches:] if p["numInputRows"]]
+        app.stop()
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
+    print(f"kspark: {len(batches)} micro-batches, median "
+          f"{statistics.median(durations) if durations else 0:.2f} s")
+    return result
+
+
+def _kstreams_latency(args: argparse.Namespace, bootstrap: str, spark: Any,
+                      workdir: str) -> dict[str, Any]:
+    topic = TOPICS["kstreams"][0]
+    ensure_topics(bootstrap, [TopicSpec(topic, PARTITIONS)])
+    app = _kstreams(args, bootstrap, workdir, "kstreams-latency", topic, False)
+    app.start()
+    try:
+        result = _steady(args, bootstrap, "kstreams",
+                         lambda timeout: app.wait_caught_up(_end_offsets(bootstrap, topic),
+                                                            timeout))
+    finally:
+        app.stop()
+    print(f"Kafka Streams: commit every {args.ks_commit_ms} ms, {args.ks_threads} stream threads")
+    return result
+
+
+def _steady(args: argparse.Namespace, bootstrap: str, engine: str,
+            wait_processed: Callable[[float], Any],
+            warmed: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Steady input to ``engine``'s input topic and the latency of its session updates (see the
+    module's documentation); ``wait_processed(timeout)`` returns when the app has processed all
+    input produced so far."""
     from confluent_kafka import Consumer, TopicPartition
 
     from kspark.kafka.reader import consumer_config
     from kspark.serdes import SessionWindowed, String
 
-    ensure_topics(bootstrap, [TopicSpec("clicks", PARTITIONS)])
-    app = _app(bootstrap, spark, workdir, False, None)
-    app.start()
+    input_topic, counts_topic, _ = TOPICS[engine]
     keys = SessionWindowed(String())
     received: dict[str, list[tuple[int, int]]] = defaultdict(list)  # user -> [(end, seen ms)]
     stop = threading.Event()
@@ -128,7 +376,7 @@ def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) 
     def consume() -> None:
         consumer = Consumer(consumer_config(bootstrap, {"enable.partition.eof": False,
                                                         "fetch.wait.max.ms": 5}))
-        consumer.assign([TopicPartition("session-counts", p, -2) for p in range(PARTITIONS)])
+        consumer.assign([TopicPartition(counts_topic, p, -2) for p in range(PARTITIONS)])
         while not stop.is_set():
             for m in consumer.consume(10_000, 0.05):
                 if m.error() or m.value() is None:
@@ -140,27 +388,28 @@ def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) 
 
     reader = threading.Thread(target=consume, daemon=True)
     reader.start()
-    rng = random.Random(3)
+    rng = random.Random(3)  # the same users and pages for each engine
     users = [f"user-{u:05d}" for u in range(args.users)]
     producer = _producer(bootstrap)
 
     def click() -> tuple[str, int]:
         now = int(time.time() * 1000)
         user = rng.choice(users)
-        _send(producer, user, {"page": rng.choice(PAGES)}, now)
+        _send(producer, user, {"page": rng.choice(PAGES)}, now, input_topic)
         return user, now
 
-    # warm up (Python workers, state stores) before the measured, steady input
-    for _ in range(1000):
-        click()
-    producer.flush(60)
-    app.process_all_available()
-    warm_batches = len(app.query.recentProgress)
-    sent: list[tuple[str, int]] = []
-    steal = Steal()
-    started = time.time()
-    n = 0
     try:
+        # warm up (Python workers or the JVM's JIT, state stores) before the measured input
+        for _ in range(1000):
+            click()
+        producer.flush(60)
+        wait_processed(300.0)
+        if warmed is not None:
+            warmed()
+        sent: list[tuple[str, int]] = []
+        steal = Steal()
+        started = time.time()
+        n = 0
         while time.time() - started < args.seconds:
             pause = started + n / args.rate - time.time()
             if pause > 0:
@@ -170,14 +419,14 @@ def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) 
             n += 1
         producer.flush(60)
         rate = n / (time.time() - started)
-        app.process_all_available(timeout=args.drain)
+        wait_processed(args.drain)
         caught_up = time.time() - started
+        fraction = steal.fraction()
+        load = load_text()
         time.sleep(1.0)  # let the consumer read the last outputs
     finally:
         stop.set()
         reader.join(10)
-        batches = [p for p in app.query.recentProgress[warm_batches:] if p["numInputRows"]]
-        app.stop()
     cutoff = int((started + args.warmup) * 1000)
     delays, missing = [], 0
     for user, ts in sent:
@@ -191,27 +440,35 @@ def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) 
         else:
             missing += 1
     delays.sort()
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
-    print(f"steady input: {n:,} clicks at {rate:,.0f} records/s for {args.seconds} s "
-          f"({args.users:,} users); all processed {caught_up - args.seconds:.1f} s after the "
-          f"input stopped; {len(batches)} micro-batches, median batch "
-          f"{statistics.median(durations) if durations else 0:.2f} s; "
-          f"{Steal.text(steal.fraction())}, {load_text()}")
-    if delays:
-        print(f"produce-to-output latency over {len(delays):,} clicks after a "
-              f"{args.warmup} s warm-up: median {statistics.median(delays) / 1000:.2f} s, "
-              f"p95 {delays[int(len(delays) * 0.95)] / 1000:.2f} s, "
-              f"max {delays[-1] / 1000:.2f} s ({missing} without output)")
+
+    def seconds(ms: float | None) -> str:
+        return "-" if ms is None else f"{ms / 1000:.2f}"
+
+    result = {
+        "rate": rate, "drained": caught_up - args.seconds, "measured": len(delays),
+        "missing": missing, "steal": Steal.text(fraction), "load": load,
+        "median": seconds(statistics.median(delays) if delays else None),
+        "p95": seconds(delays[int(len(delays) * 0.95)] if delays else None),
+        "max": seconds(delays[-1] if delays else None),
+    }
+    print(f"{ENGINES[engine]}: {n:,} clicks at {rate:,.0f} records/s for {args.seconds} s; "
+          f"latency median {result['median']} s, p95 {result['p95']} s, max {result['max']} s "
+          f"({missing} without output); all processed {result['drained']:.1f} s after the "
+          f"input stopped; {result['steal']}, {load}")
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=["throughput", "latency", "both"], nargs="?",
                         default="both")
+    parser.add_argument("--engines", default="kspark,kstreams",
+                        help="comma-separated, run in this order: kspark, kstreams (Kafka "
+                             "Streams); default both")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--users", type=int, default=10_000)
     parser.add_argument("--per-trigger", type=int, default=None,
-                        help="max records per micro-batch (throughput; default: all)")
+                        help="kspark: max records per micro-batch (throughput; default: all)")
     parser.add_argument("--rate", type=int, default=5_000)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=10,
@@ -219,17 +476,32 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=600.0,
                         help="at most this long to process what is left after the input")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--ks-commit-ms", type=int, default=COMMIT_INTERVAL_MS,
+                        help="Kafka Streams' commit.interval.ms (default: its own default "
+                             "under exactly-once, 100)")
+    parser.add_argument("--ks-threads", type=int, default=2,
+                        help="Kafka Streams' num.stream.threads")
+    parser.add_argument("--ks-cache-bytes", type=int, default=None,
+                        help="Kafka Streams' statestore.cache.max.bytes (default: its default)")
     args = parser.parse_args()
-    spark = local_spark(args.master)
+    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in args.engines if e not in ENGINES]
+    if unknown or not args.engines:
+        parser.error(f"--engines: choose from {', '.join(ENGINES)}")
+    if "kstreams" in args.engines:
+        jar_path()  # built before anything is measured
+    spark = local_spark(args.master) if "kspark" in args.engines else None
     for mode in (["throughput", "latency"] if args.mode == "both" else [args.mode]):
         workdir = tempfile.mkdtemp(prefix="kspark-bench-kafka-")
         try:
             with EmbeddedBroker(log_path=os.path.join(workdir, "broker.log")) as broker:
+                prepare_coordinators(broker.bootstrap_servers)
                 (throughput if mode == "throughput" else latency)(
                     args, broker.bootstrap_servers, spark, workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-    spark.stop()
+    if spark is not None:
+        spark.stop()
 
 
 if __name__ == "__main__":

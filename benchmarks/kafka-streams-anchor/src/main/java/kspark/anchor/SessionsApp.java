@@ -1,0 +1,230 @@
+package kspark.anchor;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.SessionStore;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * kspark's main job ({@code kspark/examples/sessions.py}) as a Kafka Streams application: clicks
+ * (String user key, JSON value {@code {"page": ...}}) in session windows of 10 s inactivity gap
+ * and 10 s grace; the number of clicks per session to the counts topic (session-windowed String
+ * key, Long value) and the pages of each session (a JSON array of strings, concatenated when
+ * sessions merge) to the pages topic. Emit on window close ({@code --emit close}) or on update
+ * through the default record cache ({@code --emit update}). Exactly-once v2.
+ *
+ * <p>It runs until its standard input is closed, then closes Kafka Streams. It reports on
+ * standard output, one line each: {@code created <epoch ms>} (just before the KafkaStreams
+ * object is made), {@code state <STATE> <epoch ms>} at each state change, {@code dropped <n>}
+ * (the tasks' dropped-records-total) and {@code closed <epoch ms>} at the end, {@code error
+ * <message>} if a stream thread died. Kafka's own warnings go to standard error.
+ *
+ * <p>Options ({@code --name value}): bootstrap, application-id, input, counts, pages, emit
+ * (close|update), state-dir, commit-interval-ms (100), threads (2), emit-interval-ms (0),
+ * cache-max-bytes (Kafka Streams' default if absent).
+ */
+public final class SessionsApp {
+    static final Duration GAP = Duration.ofMillis(10_000);
+    static final Duration GRACE = Duration.ofMillis(10_000);
+    static final String COUNTS_STORE = "session-counts";
+    static final String PAGES_STORE = "session-pages";
+    static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private SessionsApp() {
+    }
+
+    /** JSON values as Jackson trees (the clicks). */
+    static Serde<JsonNode> jsonSerde() {
+        return Serdes.serdeFrom(
+            (Serializer<JsonNode>) (topic, value) -> value == null ? null : write(value),
+            (Deserializer<JsonNode>) (topic, data) -> {
+                try {
+                    return data == null ? null : MAPPER.readTree(data);
+                } catch (IOException e) {
+                    throw new SerializationException(e);
+                }
+            });
+    }
+
+    private static final TypeReference<ArrayList<String>> PAGES = new TypeReference<>() { };
+
+    /** A JSON array of strings (the pages of a session), written compactly as kspark's Json. */
+    static Serde<List<String>> pagesSerde() {
+        return Serdes.serdeFrom(
+            (Serializer<List<String>>) (topic, value) -> value == null ? null : write(value),
+            (Deserializer<List<String>>) (topic, data) -> {
+                try {
+                    return data == null ? null : MAPPER.readValue(data, PAGES);
+                } catch (IOException e) {
+                    throw new SerializationException(e);
+                }
+            });
+    }
+
+    private static byte[] write(Object value) {
+        try {
+            return MAPPER.writeValueAsBytes(value);
+        } catch (IOException e) {
+            throw new SerializationException(e);
+        }
+    }
+
+    /** The sessions topology, as {@code kspark.examples.sessions.topology}. */
+    static Topology topology(String input, String counts, String pages, boolean emitOnClose) {
+        StreamsBuilder builder = new StreamsBuilder();
+        Serde<String> strings = Serdes.String();
+        Serde<JsonNode> json = jsonSerde();
+        Serde<List<String>> pagesSerde = pagesSerde();
+        SessionWindowedKStream<String, JsonNode> sessions = builder
+            .stream(input, Consumed.with(strings, json))
+            .groupByKey(Grouped.with(strings, json))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(GAP, GRACE));
+        if (emitOnClose) {
+            sessions = sessions.emitStrategy(EmitStrategy.onWindowClose());
+        }
+        Serde<Windowed<String>> windowedKey = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+        sessions.count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as(COUNTS_STORE))
+            .toStream()
+            .to(counts, Produced.with(windowedKey, Serdes.Long()));
+        sessions.aggregate(
+                ArrayList::new,
+                (user, click, list) -> {
+                    // the pages aggregate's adder: the click's page appended (a null click adds
+                    // none); the aggregate is a fresh copy read from the store, so it may change
+                    if (click != null) {
+                        list.add(click.get("page").asText());
+                    }
+                    return list;
+                },
+                (user, left, right) -> {
+                    List<String> merged = new ArrayList<>(left.size() + right.size());
+                    merged.addAll(left);
+                    merged.addAll(right);
+                    return merged;
+                },
+                Materialized.<String, List<String>, SessionStore<Bytes, byte[]>>as(PAGES_STORE)
+                    .withKeySerde(strings)
+                    .withValueSerde(pagesSerde))
+            .toStream()
+            .to(pages, Produced.with(windowedKey, pagesSerde));
+        return builder.build();
+    }
+
+    static Map<String, String> options(String[] args) {
+        Map<String, String> out = new HashMap<>();
+        for (int i = 0; i < args.length; i += 2) {
+            if (!args[i].startsWith("--") || i + 1 >= args.length) {
+                throw new IllegalArgumentException("expected --name value pairs, got " + String.join(" ", args));
+            }
+            out.put(args[i].substring(2), args[i + 1]);
+        }
+        return out;
+    }
+
+    static String required(Map<String, String> options, String name) {
+        String value = options.get(name);
+        if (value == null) {
+            throw new IllegalArgumentException("--" + name + " is required");
+        }
+        return value;
+    }
+
+    static Properties config(Map<String, String> options) {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, required(options, "application-id"));
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, required(options, "bootstrap"));
+        props.put(StreamsConfig.STATE_DIR_CONFIG, required(options, "state-dir"));
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(options.getOrDefault("threads", "2")));
+        // Kafka Streams' own default under exactly-once (100 ms); the benchmark says why
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, Long.parseLong(options.getOrDefault("commit-interval-ms", "100")));
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        // closed sessions are emitted on every record that advances the close time, as in
+        // kspark (and Kafka Streams' TopologyTestDriver), not at most once per wall-clock
+        // second (the default, 1000 ms): with the default, sessions that close during the last
+        // second of a bounded input would wait for a record that never comes
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
+                  Long.parseLong(options.getOrDefault("emit-interval-ms", "0")));
+        if (options.containsKey("cache-max-bytes")) {
+            props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.parseLong(options.get("cache-max-bytes")));
+        }
+        return props;
+    }
+
+    static synchronized void report(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    static long dropped(KafkaStreams streams) {
+        double total = 0;
+        for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
+            MetricName name = e.getKey();
+            if (name.name().equals("dropped-records-total") && name.group().equals("stream-task-metrics")) {
+                Object value = e.getValue().metricValue();
+                if (value instanceof Number n) {
+                    total += n.doubleValue();
+                }
+            }
+        }
+        return Math.round(total);
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = options(args);
+        String emit = options.getOrDefault("emit", "close");
+        if (!emit.equals("close") && !emit.equals("update")) {
+            throw new IllegalArgumentException("--emit is close or update, not " + emit);
+        }
+        Topology topology = topology(required(options, "input"), required(options, "counts"),
+                                     required(options, "pages"), emit.equals("close"));
+        Properties props = config(options);
+        System.err.println(topology.describe());
+        report("created " + System.currentTimeMillis());
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.setStateListener((now, before) -> report("state " + now + " " + System.currentTimeMillis()));
+        streams.setUncaughtExceptionHandler(exc -> {
+            report("error " + String.valueOf(exc).replace('\n', ' '));
+            exc.printStackTrace();
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        streams.start();
+        while (System.in.read() != -1) {
+            // runs until its standard input is closed
+        }
+        report("dropped " + dropped(streams));
+        streams.close(Duration.ofSeconds(60));
+        report("closed " + System.currentTimeMillis());
+    }
+}
