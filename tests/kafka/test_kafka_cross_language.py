@@ -8,7 +8,9 @@ answers the same window fetches as the Java application's own interactive querie
 application keeps counting; restarted from scratch, it restores the same view. The other way
 round, a Java application attaches a kspark application's changelog with Kafka Streams' own
 ``Topology#addReadOnlyStateStore``, restores it (also again after a restart, through Kafka
-Streams' state restoration) and answers the same fetches as kspark's interactive queries.
+Streams' state restoration) and answers the same fetches as kspark's interactive queries. A
+changelog in another store's layout stops kspark with an error naming store, topic, partition
+and offset (docs/semantics.md §8).
 """
 
 from __future__ import annotations
@@ -20,10 +22,21 @@ import time
 from collections import defaultdict
 
 import pytest
+from confluent_kafka import Producer
 from java_streams import JavaStreams, oracle_jar, wait_until
 from kafka_util import create, produce
 
-from kspark import Materialized, Stores, StreamsBuilder, TimeWindows, Topology, io, serdes
+from kspark import (
+    Materialized,
+    Stores,
+    StreamsBuilder,
+    TimeWindows,
+    Topology,
+    Window,
+    Windowed,
+    io,
+    serdes,
+)
 from kspark.kafka.admin import matching_topics
 from kspark.spark import StreamsApp
 from kspark.state.changelog import changelog_topic
@@ -184,3 +197,28 @@ def test_kafka_streams_restores_a_kspark_store(spark, app_dir, bootstrap, topic,
     finally:
         a.stop()
     java.stop(java_app)
+
+
+def test_a_changelog_of_another_layout_stops_kspark_naming_where(spark, app_dir, bootstrap,
+                                                                 topic) -> None:
+    """A session store's changelog (key, end, start) attached as the counter's window store."""
+    log = f"{topic}.sessions-changelog"
+    create(bootstrap, log, 1)
+    session = Windowed("user-1|view", Window(3 * DAY + 5, 3 * DAY + 900))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(log, serdes.Long().serialize(2),
+                     serdes.SessionWindowed(serdes.String()).serialize(session),
+                     partition=0, timestamp=int(time.time() * 1000))
+    assert producer.flush(30) == 0
+    app = StreamsApp(reader(log), f"{topic}.kspark-reader", {log: io.kafka(bootstrap)},
+                     spark=spark, checkpoint_dir=os.path.join(app_dir, "r"))
+    app.start()
+    try:
+        with pytest.raises(Exception) as failure:
+            app.process_all_available()
+    finally:
+        app.stop()
+    message = str(failure.value)
+    assert f"topic '{log}' partition 0 offset 0" in message
+    assert "store 'event-counts' (window store)" in message
+    assert "not 0 as in a window store without duplicates" in message
