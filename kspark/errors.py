@@ -7,6 +7,10 @@ class KsparkError(Exception):
     """Base class of every kspark error."""
 
 
+class ConfigError(KsparkError, ValueError):
+    """A setting is unknown or has a value of the wrong type; the message names it."""
+
+
 class TopologyError(KsparkError):
     """The topology is malformed (unknown parent, duplicate name, unknown store...)."""
 

@@ -27,6 +27,9 @@ class Serde:
     """Base class: subclasses implement ``_serialize`` and ``_deserialize``."""
 
     name = "Serde"
+    #: bytes at the end of a serialized key that the partitioner ignores: a windowed key goes
+    #: to the partition of its inner key, as Kafka Streams' ``WindowedStreamPartitioner`` sends it
+    partition_suffix_bytes = 0
 
     def serialize(self, value: Any) -> bytes | None:
         if value is None:
@@ -151,6 +154,7 @@ class SessionWindowed(Serde):
     """``Windowed`` keys of session windows: inner key bytes, then end and start (8 bytes each)."""
 
     name = "SessionWindowed"
+    partition_suffix_bytes = 16
 
     def __init__(self, inner: Serde) -> None:
         self.inner = as_serde(inner)
@@ -180,6 +184,7 @@ class TimeWindowed(Serde):
     """``Windowed`` keys of time windows: inner key bytes, then the start (8 bytes)."""
 
     name = "TimeWindowed"
+    partition_suffix_bytes = 8
 
     def __init__(self, inner: Serde, window_size: int) -> None:
         self.inner = as_serde(inner)

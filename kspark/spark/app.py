@@ -176,13 +176,10 @@ class StreamsApp:
         partitions per stage, or ``true``/``false``). Every Spark task of the first stage then
         decodes each file of the batch and keeps its tasks' records, instead of one read task
         decoding it and Spark shuffling the records: cheaper on a few cores, wasteful on many."""
-        name = "spark.kspark.files.read.in.stage"
-        setting = str(self.config.extra.get(name, "auto")).lower()
+        setting = self.config.extra.get("spark.kspark.files.read.in.stage", "auto")
         if setting == "auto":
             return self.spark_partitions <= READ_IN_STAGE_PARTITIONS
-        if setting not in ("true", "false"):
-            raise ValueError(f"{name} must be auto, true or false, not {setting!r}")
-        return setting == "true"
+        return bool(setting == "true")
 
     @functools.cached_property
     def _parallelism(self) -> int | None:

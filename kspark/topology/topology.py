@@ -139,6 +139,16 @@ class Topology:
         self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde), _serde(value_serde))
         return self
 
+    def partition_suffixes(self) -> dict[str, int]:
+        """Sink topics whose key serde makes the partitioner ignore the key's last bytes
+        (windowed keys: :attr:`~kspark.serdes.Serde.partition_suffix_bytes`): topic -> bytes."""
+        return {
+            node.topic: node.key_serde.partition_suffix_bytes
+            for node in self.nodes.values()
+            if isinstance(node, SinkNode) and node.key_serde is not None
+            and node.key_serde.partition_suffix_bytes
+        }
+
     def add_state_store(self, store_builder: Any, *processor_names: str) -> Topology:
         name = store_builder.name
         if name in self.store_builders:

@@ -145,6 +145,25 @@ def test_output_partitions_are_kafkas_default_partitioner_per_topic():
     ]
     assert _partitions_of(counts, topics, keys).tolist() == expected
     assert _partitions_of(counts, [], []).tolist() == []
+    # windowed keys go to the partition of their inner key (the bytes before the window's)
+    windows = [None if k is None else k + rng.randbytes(16) for k in keys]
+    assert _partitions_of(counts, topics, windows, {"four": 16, "seven": 16}).tolist() == [
+        e if t in ("four", "seven") else got
+        for e, t, got in zip(expected, topics, _partitions_of(counts, topics, windows).tolist())
+    ]
+
+
+def test_a_windowed_sink_key_serde_makes_its_topic_partition_by_the_inner_key():
+    from kspark import SessionWindows, StreamsBuilder, TimeWindows, serdes
+
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", serdes.String(), serdes.String()).group_by_key()
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 0)).count() \
+        .to_stream().to("sessions", serdes.SessionWindowed(serdes.String()), serdes.Long())
+    grouped.windowed_by(TimeWindows.of_size_and_grace(10, 0)).count().to_stream() \
+        .to("windows", serdes.TimeWindowed(serdes.String(), 10), serdes.Long())
+    grouped.count().to_stream().to("plain", serdes.String(), serdes.Long())
+    assert builder.build().partition_suffixes() == {"sessions": 16, "windows": 8}
 
 
 def test_ordered_matches_the_record_by_record_order():

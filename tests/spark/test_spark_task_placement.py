@@ -158,6 +158,7 @@ def test_file_sources_read_in_the_stage_or_through_the_shuffle_give_the_same_out
 
 
 def test_read_in_stage_setting_is_checked(spark, app_dir):
-    with pytest.raises(ValueError, match=r"spark.kspark.files.read.in.stage must be auto"):
+    with pytest.raises(ValueError,
+                       match=r"spark.kspark.files.read.in.stage must be one of auto, true, false"):
         _session_counts(spark, app_dir, "read-bad", {"spark.kspark.files.read.in.stage": "yes"},
                         app_dir)

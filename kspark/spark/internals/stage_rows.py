@@ -89,7 +89,8 @@ def _run_task(
         "key": keys,
         "value": values,
         "timestamp": stamps,
-        "partition": _partitions_of(stage.topic_partitions, topics, keys).tolist(),
+        "partition": _partitions_of(stage.topic_partitions, topics, keys,
+                                    topology.partition_suffixes()).tolist(),
         "offset": list(range(base, base + count)),
         "task": [task_id] * count,
     }
@@ -125,10 +126,13 @@ def _read_topics(topology: Any) -> frozenset[str]:
 
 
 def _partitions_of(
-    counts: dict[str, int], topics: list[str], keys: list[bytes | None]
+    counts: dict[str, int], topics: list[str], keys: list[bytes | None],
+    suffixes: dict[str, int] | None = None,
 ) -> np.ndarray:
     """The partition of each output record: Kafka's default partitioner by key (0 for a null
-    key or a topic of one partition), hashed with numpy per topic."""
+    key or a topic of one partition), hashed with numpy per topic; for a topic in ``suffixes``
+    (windowed keys) by the key without its last ``suffixes[topic]`` bytes (the inner key)."""
+    suffixes = suffixes or {}
     out = np.zeros(len(keys), dtype=np.int32)
     if not keys:
         return out
@@ -141,7 +145,9 @@ def _partitions_of(
                  if (k := keys[i]) is not None]
         if keyed:
             idx = np.array([i for i, _ in keyed], dtype=np.int64)
-            out[idx] = kafka_partitions([k for _, k in keyed], n)
+            cut = suffixes.get(topic, 0)
+            base = [k[:-cut] for _, k in keyed] if cut else [k for _, k in keyed]
+            out[idx] = kafka_partitions(base, n)
     return out
 
 
