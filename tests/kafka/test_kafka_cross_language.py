@@ -23,8 +23,9 @@ from collections import defaultdict
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from java_streams import JavaStreams, oracle_jar, wait_until
-from kafka_util import create, produce
+from kafka_util import consume, create, produce
 
 from kspark import (
     Materialized,
@@ -37,6 +38,7 @@ from kspark import (
     io,
     serdes,
 )
+from kspark.hashing import kafka_partition
 from kspark.kafka.admin import matching_topics
 from kspark.spark import StreamsApp
 from kspark.state.changelog import changelog_topic
@@ -98,6 +100,22 @@ def reader(changelog: str) -> Topology:
                             value_serde=serdes.Long()), changelog)
 
 
+def changelog_layout(bootstrap: str, changelog: str) -> tuple[dict[str, str], set[bool]]:
+    """The changelog topic's cleanup policy and retention, and whether each of its records is
+    in the partition of its key (``murmur2`` of the key bytes before the window start and the
+    sequence number: the partition of the task that owns the key in either engine)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    (future,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, changelog)]).values()
+    configs = {k: v.value for k, v in future.result().items()}
+    placed = {m.partition() == kafka_partition(m.key()[:-12], 2)
+              for m in consume(bootstrap, changelog)}
+    return {k: configs[k] for k in ("cleanup.policy", "retention.ms")}, placed
+
+
+#: a window store's changelog, retained 30 days: what both engines configure
+WINDOW_CHANGELOG = {"cleanup.policy": "compact,delete", "retention.ms": str(31 * DAY)}
+
+
 def same_fetches(java: JavaStreams, java_app: str, kspark_app: StreamsApp,
                  keys: list[str]) -> None:
     """Each key's window fetch (start range of the last 10 days) answers alike."""
@@ -148,6 +166,7 @@ def test_kspark_reads_a_kafka_streams_store_while_it_counts(spark, app_dir, boot
     # kspark wrote nothing to Kafka: the only topics are the input and the Java application's
     topics = matching_topics(bootstrap, re.escape(prefix) + ".*")
     assert sorted(topics) == sorted([source, log, f"{java_app}-{STORE}-repartition"])
+    assert changelog_layout(bootstrap, log) == (WINDOW_CHANGELOG, {True})
     # restarted from scratch (a new checkpoint), kspark restores the same view
     c = kspark_reader("c")
     c.start()
@@ -193,6 +212,8 @@ def test_kafka_streams_restores_a_kspark_store(spark, app_dir, bootstrap, topic,
                    "the restarted Java application restored kspark's store")
         restored = java.stats(java_app)["restored"] - before["restored"]
         assert restored >= len(expected(records))
+        # kspark's changelog: configured, and its keys partitioned, as Kafka Streams' own
+        assert changelog_layout(bootstrap, log) == (WINDOW_CHANGELOG, {True})
         same_fetches(java, java_app, a, ["user-1|click", "user-4|view"])
     finally:
         a.stop()
