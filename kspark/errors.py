@@ -22,6 +22,14 @@ class StreamsError(KsparkError):
     located: bool = False
 
 
+class BadInputError(StreamsError):
+    """A source could not make a record of its input (a file row without a usable timestamp,
+    for example); the message names the source, the file and line or the partition and offset,
+    the field and the value."""
+
+    located = True
+
+
 class SerializationError(KsparkError):
     """A serde could not serialize or deserialize a value."""
 

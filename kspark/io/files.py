@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from kspark.errors import BadInputError
 from kspark.hashing import kafka_partition
 from kspark.io.location import TopicLocation
 from kspark.io.schema import SINK_SCHEMA, sink_rows
@@ -154,6 +155,10 @@ def list_data_files(path: str) -> list[str]:
     )
 
 
+#: the timestamp of a row that is no record (see :func:`file_rows`): the task skips it, counted
+INVALID_TIMESTAMP = -1
+
+
 def file_rows(
     path: str,
     fmt: str,
@@ -161,9 +166,13 @@ def file_rows(
     value_field: str | None,
     timestamp_field: str,
     partitions: int,
+    skip_invalid: bool = False,
 ) -> tuple[list, list, list, list]:
-    """Read one file into key bytes, value bytes, timestamps and partitions, with an error that
-    names the file and line when a row lacks what a record needs."""
+    """Read one file into key bytes, value bytes, timestamps and partitions. A row without a
+    usable timestamp (missing, not a whole number) raises :class:`~kspark.errors.BadInputError`
+    naming the file, line, field and value; with ``skip_invalid`` it becomes a record with the
+    raw row as value and timestamp :data:`INVALID_TIMESTAMP`, which the task skips and counts
+    (and dead-letters) as the deserialization handler ``log_and_continue`` says."""
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
     stamps: list[int] = []
@@ -193,19 +202,50 @@ def file_rows(
             key, value, ts = None, row.raw, 0
             part = 0
         else:
-            if timestamp_field not in row:
-                raise ValueError(f"{path} line {line_no}: no timestamp field {timestamp_field!r}")
+            if not isinstance(row, dict):
+                raise BadInputError(f"source file {path} line {line_no + 1}: not a JSON object: "
+                                    f"{_short(row)}")
             raw_key = row.get(key_field)
             key = None if raw_key is None else str(raw_key).encode("utf-8")
             payload = row if value_field is None else row.get(value_field)
             value = None if payload is None else json.dumps(payload, default=str).encode()
-            ts = int(row[timestamp_field])
+            problem = _timestamp_problem(row, timestamp_field)
+            if problem is None:
+                ts = int(row[timestamp_field])
+            elif skip_invalid:
+                ts, value = INVALID_TIMESTAMP, json.dumps(row, default=str).encode()
+            else:
+                raise BadInputError(f"source file {path} line {line_no + 1}: {problem}")
             part = 0 if key is None or partitions == 1 else kafka_partition(key, partitions)
         keys.append(key)
         values.append(value)
         stamps.append(int(ts))
         parts.append(int(part))
     return keys, values, stamps, parts
+
+
+def _timestamp_problem(row: dict[str, Any], field: str) -> str | None:
+    """What keeps ``row[field]`` from being a record timestamp, or ``None``."""
+    if field not in row:
+        return f"no timestamp field {field!r} (fields: {', '.join(map(repr, row)) or 'none'})"
+    value = row[field]
+    if value is None:
+        return f"timestamp field {field!r} is null"
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return f"timestamp field {field!r} is not a whole number: {_short(value)}"
+    if isinstance(value, float) and not value.is_integer():
+        return f"timestamp field {field!r} is not a whole number: {_short(value)}"
+    if isinstance(value, str):
+        try:
+            int(value)
+        except ValueError:
+            return f"timestamp field {field!r} is not a whole number: {_short(value)}"
+    return None
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class _Malformed:

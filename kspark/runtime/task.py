@@ -192,10 +192,9 @@ class Task:
             self._deserialization_failed(rec, node, exc)
             return
         if rec.timestamp < 0:
-            raise StreamsError(
-                f"task {self.task_id}: invalid (negative) timestamp {rec.timestamp} at topic "
-                f"{rec.topic!r} partition {rec.partition} offset {rec.offset}"
-            )
+            self._skip_or_fail(rec, node, "invalid-timestamp",
+                               f"invalid (negative) timestamp {rec.timestamp}")
+            return
         if rec.timestamp > self.stream_time:
             self.stream_time = rec.timestamp
         if self.config.close_on_idle_ms is not None:
@@ -314,19 +313,28 @@ class Task:
     def _deserialization_failed(
         self, rec: SourceRecord, node: SourceNode, exc: SerializationError
     ) -> None:
+        self._skip_or_fail(rec, node, "deserialization-error", str(exc), exc)
+
+    def _skip_or_fail(self, rec: SourceRecord, node: SourceNode, reason: str, problem: str,
+                      cause: Exception | None = None) -> None:
+        """A source record that is no valid record: stop with an error naming where it is, or
+        with the handler ``log_and_continue`` skip it, counted under ``reason`` and written to
+        the dead-letter topic (if set) with headers naming the problem and the origin."""
         where = (
             f"topic {rec.topic!r} partition {rec.partition} offset {rec.offset} "
             f"(source {node.name!r})"
         )
         if self.config.deserialization_handler != LOG_AND_CONTINUE:
-            raise StreamsError(f"Deserialization error at {where}: {exc}") from exc
-        self.record_dropped(
-            "deserialization-error", f"skipped undecodable record at {where}: {exc}"
-        )
+            what = ("Deserialization error" if reason == "deserialization-error"
+                    else "Invalid record")
+            err = StreamsError(f"{what} at {where}: {problem}")
+            err.located = True
+            raise err from cause
+        self.record_dropped(reason, f"skipped record at {where}: {problem}")
         if self.config.dead_letter_topic:
             headers = (
                 *rec.headers,
-                ("__kspark.error", str(exc).encode()),
+                ("__kspark.error", problem.encode()),
                 ("__kspark.origin", f"{rec.topic}/{rec.partition}/{rec.offset}".encode()),
             )
             self.forwarding.output.append(

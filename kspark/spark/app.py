@@ -16,6 +16,7 @@ from kspark.io.files import FileTopic
 from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
+from kspark.spark.internals.failures import as_kspark_error, kspark_errors
 from kspark.state.changelog import changelog_topic
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
@@ -195,7 +196,8 @@ class StreamsApp:
 
         read_in_stage = self._read_files_in_stage()
         sources = [
-            source_frame(self.spark, topic, self.topics[topic], read_in_stage, self._parallelism)
+            source_frame(self.spark, topic, self.topics[topic], read_in_stage, self._parallelism,
+                         self.config)
             for topic in self.topology.external_source_topics()
         ]
         self._ticks = self._needs_ticks()
@@ -224,7 +226,8 @@ class StreamsApp:
         )
         if self.trigger_interval_ms:
             writer = writer.trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
-        self._query = writer.start()
+        with kspark_errors(self.application_id):
+            self._query = writer.start()
         return self
 
     def _on_batch(self, frame: Any, batch_id: int) -> None:
@@ -266,18 +269,22 @@ class StreamsApp:
         so this waits for a micro-batch planned after the call that left no data source behind.
         """
         query = self._require_query()
-        if not self._ticks:
-            query.processAllAvailable()
-            return
         from kspark.spark.internals.progress import wait_caught_up
 
-        wait_caught_up(query, timeout)
+        with kspark_errors(self.application_id):
+            if self._ticks:
+                wait_caught_up(query, timeout)
+            else:
+                query.processAllAvailable()
 
     def await_termination(self, timeout: float | None = None) -> bool | None:
+        """Block until the query stops (or ``timeout`` seconds pass: then ``False``); a failed
+        query raises kspark's error for it."""
         query = self._require_query()
-        return (
-            query.awaitTermination(timeout) if timeout is not None else (query.awaitTermination())
-        )
+        with kspark_errors(self.application_id):
+            if timeout is None:
+                return query.awaitTermination()
+            return query.awaitTermination(timeout)
 
     def stop(self) -> None:
         if self._query is not None:
@@ -320,7 +327,7 @@ class StreamsApp:
                 raise TimeoutError(f"fewer than {count} batches in {timeout} s")
             exc = self._require_query().exception()
             if exc is not None:
-                raise exc
+                raise as_kspark_error(exc, self.application_id) from exc
             time.sleep(0.1)
 
     def __enter__(self) -> StreamsApp:

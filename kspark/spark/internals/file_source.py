@@ -73,6 +73,9 @@ class FileStreamReader(DataSourceStreamReader):
         self.pack = options.get("pack", "true").lower() != "false"
         #: read tasks the cluster runs at once (the app passes Spark's default parallelism)
         self.parallelism = max(1, int(options.get("parallelism", "1")))
+        #: rows without a usable timestamp become records the task skips and counts (the
+        #: deserialization handler log_and_continue) instead of stopping the read
+        self.skip_invalid = options.get("handler") == "log_and_continue"
 
     def _files(self) -> list[str]:
         from kspark.io.files import list_data_files
@@ -148,6 +151,7 @@ class FileStreamReader(DataSourceStreamReader):
             self.value_field,
             self.timestamp_field,
             self.partitions_n,
+            self.skip_invalid,
         )
         if hi is not None or lo:
             keys, values, stamps, parts = (c[lo:hi] for c in (keys, values, stamps, parts))

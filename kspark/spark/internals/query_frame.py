@@ -21,7 +21,7 @@ DEFAULT_TICK_MS = 1000
 
 
 def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
-                 parallelism: int | None) -> Any:
+                 parallelism: int | None, config: StreamsConfig) -> Any:
     """Rows of source ``topic`` at location ``spec``: a file topic read by kspark's file source
     (in the stages' tasks when ``read_in_stage``), a Kafka topic or a streaming DataFrame with
     Kafka's columns, packed many records to a row."""
@@ -29,6 +29,7 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
         reader = spark.readStream.format("kspark_files")
         for k, v in spec.source_options(topic).items():
             reader = reader.option(k, v)
+        reader = reader.option("handler", config.deserialization_handler)
         if read_in_stage:
             reader = reader.option("read_in_stage", "true")
         return reader.option("parallelism", str(parallelism or 1)).load()
