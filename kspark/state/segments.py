@@ -155,6 +155,12 @@ class SegmentedStore(StoreBase):
         )
         self._sweep_loaded()
 
+    def _log_expired(self, store_key: Any, value: Any, timestamp: int) -> None:
+        """Log a write the store dropped as expired (or keeps invisible), neither cached nor
+        forwarded: Kafka Streams logs every write, and restoring drops it again."""
+        if self.logging:
+            self.context.log_change(self.name, store_key, value, timestamp)
+
     def _drop_detail(self, key: Any, segment_ts: int) -> str:
         live = self.min_live_segment()
         return (

@@ -72,12 +72,13 @@ class InMemorySessionStore(SegmentedStore):
         start, end = windowed.window.start, windowed.window.end
         ts = end if timestamp is None else timestamp
         old = self._write(windowed.key, end, (end, start), agg, ts)
-        if old is EXPIRED:
-            if agg is not None:
+        if old is EXPIRED or (agg is not None and not self._live(end)):
+            # expired: dropped (counted), or stored in a live segment but invisible; logged all
+            # the same (as Kafka Streams logs every write), neither cached nor forwarded
+            if old is EXPIRED and agg is not None:
                 self.context.record_dropped("expired-segment", self._drop_detail(windowed, end))
+            self._log_expired(windowed, agg, ts)
             return
-        if agg is not None and not self._live(end):
-            return  # stored in a live segment but already expired: invisible, not forwarded
         # A remove is logged even when nothing was stored: its session end moves observed
         # stream time, and the changelog must carry that to rebuild the store exactly.
         self._changed(windowed, old, agg, ts)

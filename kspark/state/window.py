@@ -14,6 +14,8 @@ from kspark.state.segments import EXPIRED, SegmentedStore
 from kspark.windows import Window, Windowed
 
 _INF = math.inf
+#: sequence numbers of a store with duplicates wrap at Java's Integer.MAX_VALUE, as Kafka Streams'
+_MAX_INT = (1 << 31) - 1
 
 
 def _by_start_key(item: tuple[Any, Any, Any]) -> Any:
@@ -30,7 +32,8 @@ class InMemoryWindowStore(SegmentedStore):
 
     The store key (changelog, flush listener) is ``Windowed(key, Window(start, start + size))``,
     or ``(Windowed, seqnum)`` when duplicates are retained. Entries of one key and start are
-    ordered by sub key ``(start, seqnum)`` (seqnum is 0 without duplicates).
+    ordered by sub key ``(start, seqnum)`` (seqnum is 0 without duplicates, else 1, 2, ... as
+    Kafka Streams numbers them).
     """
 
     kind = "window"
@@ -107,28 +110,31 @@ class InMemoryWindowStore(SegmentedStore):
     # -- writes ------------------------------------------------------------------------------
     def put(self, key: Any, value: Any, window_start: int, timestamp: int | None = None) -> None:
         """Store ``value`` for ``key``'s window starting at ``window_start`` (``None`` deletes;
-        with duplicates retained every value is added and ``None`` is ignored). ``timestamp``
-        defaults to the record's timestamp (the window start if there is no record)."""
+        with duplicates retained every value is added and ``None`` stores nothing). ``timestamp``
+        defaults to the record's timestamp (the window start if there is no record). Every put
+        is logged, an expired one too (as Kafka Streams logs it), but only live ones are cached
+        and forwarded."""
         self._check_writable(key)
         if timestamp is None:
             timestamp = self._timestamp(None)
             if timestamp == -1:
                 timestamp = window_start
         if self.retain_duplicates:
+            # as Kafka Streams' changelogging store: every put takes the next sequence number
+            # (from 1); a None stores nothing but is logged, under its own number
+            self._seqnum = seq = (self._seqnum + 1) & _MAX_INT
             if value is None:
+                self._changed(self._store_key(key, window_start, seq), None, None, timestamp)
                 return
-            seq = self._seqnum
         else:
             seq = 0
         old = self._write(key, window_start, (window_start, seq), value, timestamp)
-        if old is EXPIRED:
-            if value is not None:
+        if old is EXPIRED or (value is not None and not self._live(window_start)):
+            # expired: dropped (counted), or stored in a live segment but invisible
+            if old is EXPIRED and value is not None:
                 self.context.record_dropped("expired-segment", self._drop_detail(key, window_start))
+            self._log_expired(self._store_key(key, window_start, seq), value, timestamp)
             return
-        if value is not None and not self._live(window_start):
-            return  # stored in a live segment but already expired: invisible, not forwarded
-        if self.retain_duplicates:
-            self._seqnum += 1
         # A remove is logged even when nothing was stored: its window start moves observed
         # stream time, and the changelog must carry that to rebuild the store exactly.
         self._changed(self._store_key(key, window_start, seq), old, value, timestamp)
@@ -136,9 +142,11 @@ class InMemoryWindowStore(SegmentedStore):
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
         for store_key, value, timestamp in changelog:
             key, start, seq = self._decode(store_key)
-            self._write(key, start, (start, seq), value, timestamp)
             if self.retain_duplicates:
-                self._seqnum = max(self._seqnum, seq + 1)
+                self._seqnum = max(self._seqnum, seq)
+                if value is None:
+                    continue  # a None put stored nothing (see put)
+            self._write(key, start, (start, seq), value, timestamp)
 
     # -- reads -------------------------------------------------------------------------------
     def _current(self, store_key: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 from kspark_side import STRING_OPS, _store_lines, build
 from oracle_cases import kspark_retention, live_entries
 
-from kspark import Stores, Topology, TopologyTestDriver, serdes
+from kspark import Processor, Stores, Topology, TopologyTestDriver, serdes
 
 
 def kspark_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -130,3 +130,40 @@ def restore_difference(case: dict[str, Any], restored: list[dict], original: lis
         return None
     diff = "\n".join(difflib.unified_diff(b, a, "original", "restored", lineterm="", n=2))
     return f"case: {json.dumps(case)}\n{diff}"
+
+
+# -- a Processor API window store ----------------------------------------------------------------
+class WindowPuts(Processor):
+    """The oracle's ``window_puts`` processor: ``put(key, value, ts - ts % size)``."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def init(self, context: Any) -> None:
+        self.store = context.get_state_store("store")
+
+    def process(self, record: Any) -> None:
+        self.store.put(record.key, record.value, record.timestamp - record.timestamp % self.size)
+
+
+def kspark_window_puts(request: dict[str, Any]) -> list[dict]:
+    """kspark's changelog lines for the oracle's ``window_puts`` request."""
+    size = request["size"]
+    topology = Topology()
+    topology.add_source("source", "in", key_serde=serdes.String(), value_serde=serdes.Long())
+    topology.add_processor("puts", lambda: WindowPuts(size), "source")
+    topology.add_state_store(Stores.window_store(
+        "store", request["retention"], size, retain_duplicates=request["duplicates"],
+        key_serde=serdes.String(), value_serde=serdes.Long()), "puts")
+    lines = []
+    with TopologyTestDriver(topology, config={"application.id": "kspark-oracle"}) as driver:
+        topic = driver.create_input_topic("in", serdes.String(), serdes.Long())
+        for i in request["inputs"]:
+            topic.pipe_input(i["key"], i["value"], i["ts"])
+        log = driver.create_output_topic(driver.changelog_topic("store"), serdes.Bytes(),
+                                         serdes.Bytes())
+        for rec in log.read_records_to_list():
+            lines.append({"kind": "changelog", "store": "store", "key": rec.key.hex(),
+                          "value": None if rec.value is None else rec.value.hex(),
+                          "ts": rec.timestamp, "headers": [list(h) for h in rec.headers]})
+    return lines

@@ -24,6 +24,7 @@ from byte_compat import (
     changelog_difference,
     changelog_records,
     kspark_case,
+    kspark_window_puts,
     restore_difference,
     restore_in_kspark,
     restore_request,
@@ -88,7 +89,8 @@ def test_windowed_key_serdes_match_kafka_streams_both_ways(kafka_streams, window
     ("time", b"a" + (MAX_LONG - 2).to_bytes(8, "big")),  # the end is cut at Long.MAX_VALUE
     ("time", b"a" + MAX_LONG.to_bytes(8, "big")),        # ... and then not after the start
     ("time", b"a" + (7).to_bytes(8, "big")),
-])
+], ids=["session-short", "session-end-before-start", "session-negative", "session-ok",
+        "time-short", "time-negative", "time-end-cut", "time-end-not-after-start", "time-ok"])
 def test_windowed_key_serdes_refuse_what_kafka_streams_refuses(kafka_streams, windowed: str,
                                                                raw: bytes) -> None:
     """Fixed in kspark: Kafka Streams' ``Window`` refuses a negative start, and its time-window
@@ -184,6 +186,22 @@ def test_on_window_close_store_has_no_cache(kafka_streams) -> None:
     assert _changelog(run_kspark(case)) == _changelog(kafka)
 
 
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_processor_api_window_store_changelog(kafka_streams, duplicates: bool) -> None:
+    """Fixed in kspark: a store with duplicates numbers its puts from 1 (kspark: from 0) and
+    logs a ``None`` put under its own number (kspark: not at all); every store logs a put into
+    an expired segment, which its store drops (kspark dropped it without logging)."""
+    inputs = [("a", 1, 5), ("a", 2, 6), ("a", None, 7), ("b", 3, 1000), ("a", 4, 15),
+              ("a", None, 16), ("b", 5, 1001)]
+    request = {"request": "window_puts", "retention": 100, "size": 10, "duplicates": duplicates,
+               "inputs": [{"key": k, "value": v, "ts": t} for k, v, t in inputs]}
+    kafka = kafka_streams.run(request)
+    assert [line["key"][-8:] for line in kafka][:3] == (
+        ["00000001", "00000002", "00000003"] if duplicates else ["00000000"] * 3)
+    assert [line["ts"] for line in kafka] == [t for *_, t in inputs]  # the expired ones too
+    assert kspark_window_puts(request) == kafka
+
+
 # -- random cases: changelogs and restores in both directions -----------------------------------
 def check_case(kafka_streams, case: dict) -> None:
     case = {**case, "changelogs": True}
@@ -234,7 +252,8 @@ def test_kafka_streams_session_changelog_attached_as_window_store_fails_clearly(
 
 
 @pytest.mark.parametrize(("request_", "message"), [
-    ({"request": "translate"}, "unknown request 'translate' (known: restore, serde)"),
+    ({"request": "translate"}, "unknown request 'translate' (known: restore, serde, "
+                               "window_puts)"),
     ({"request": "serde", "windowed": "hopping"}, "unknown windowed serde 'hopping'"),
     ({"request": "restore", "kind": "versioned"}, "unknown store kind 'versioned'"),
     ({"request": "restore", "kind": "window", "size": 10}, "needs \"retention\""),

@@ -10,8 +10,12 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.LongDeserializer;
+import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
@@ -21,12 +25,14 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.kstream.internals.TimeWindow;
 import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.internals.ProcessorContextImpl;
 import org.apache.kafka.streams.processor.internals.ProcessorStateManager;
 import org.apache.kafka.streams.processor.internals.StreamTask;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
 import java.lang.reflect.Field;
@@ -50,7 +56,8 @@ import java.util.TreeSet;
  * the {@link TopologyTestDriver} (cases with {@code "changelogs": true}). {@link #handle}: the
  * requests of the oracle's batch protocol that are not topologies ({@code "request"}):
  * {@code "serde"} runs keys through {@link WindowedSerdes}, {@code "restore"} restores a Kafka
- * Streams store from changelog records and prints its contents. Bytes travel as hex strings.
+ * Streams store from changelog records and prints its contents, {@code "window_puts"} prints the
+ * changelog of a Processor API window store. Bytes travel as hex strings.
  */
 final class ByteCompat {
 
@@ -97,7 +104,8 @@ final class ByteCompat {
         return switch (request) {
             case "serde" -> serde(doc);
             case "restore" -> restore(doc, stateDir);
-            default -> throw new Oracle.CaseError("unknown request '" + request + "' (known: restore, serde)");
+            case "window_puts" -> windowPuts(doc, stateDir);
+            default -> throw new Oracle.CaseError("unknown request '" + request + "' (known: restore, serde, window_puts)");
         };
     }
 
@@ -214,6 +222,57 @@ final class ByteCompat {
             default -> throw new Oracle.CaseError("unknown store kind '" + kind + "' (known: kv, kv_ts, session, window)");
         };
         return builder.withLoggingDisabled().withCachingDisabled();
+    }
+
+    /**
+     * {@code {"request": "window_puts", "retention": ms, "size": ms, "duplicates": bool,
+     * "inputs": [{"key", "value": long | null, "ts"}]}}: a Processor API window store (logged,
+     * no cache) gets {@code put(key, value, ts - ts mod size)} for each input record; the lines
+     * are its changelog records.
+     */
+    static ArrayNode windowPuts(final JsonNode doc, final Path stateDir) {
+        final long size = need(doc, "size").asLong();
+        final Topology topology = new Topology();
+        topology.addSource("source", new StringDeserializer(), new LongDeserializer(), "in");
+        topology.addProcessor("puts", () -> new WindowPuts(size), "source");
+        topology.addStateStore(Stores.windowStoreBuilder(Stores.persistentWindowStore("store",
+            Duration.ofMillis(need(doc, "retention").asLong()), Duration.ofMillis(size),
+            doc.path("duplicates").asBoolean(false)), Serdes.String(), Serdes.Long()), "puts");
+        final Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, APPLICATION_ID);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "oracle:9092");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        final ArrayNode lines = Oracle.NODES.arrayNode();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
+            final var in = driver.createInputTopic("in", new StringSerializer(), new LongSerializer());
+            for (final JsonNode r : doc.path("inputs")) {
+                in.pipeInput(r.get("key").asText(), r.get("value").isNull() ? null : r.get("value").asLong(), r.get("ts").asLong());
+            }
+            changelogLines(driver, List.of("store"), lines);
+        } finally {
+            Oracle.deleteTree(stateDir);
+        }
+        return lines;
+    }
+
+    /** Puts each record into the window starting at {@code ts - ts mod size}. */
+    static final class WindowPuts implements Processor<String, Long, Void, Void> {
+        final long size;
+        WindowStore<String, Long> store;
+
+        WindowPuts(final long size) {
+            this.size = size;
+        }
+
+        @Override
+        public void init(final ProcessorContext<Void, Void> context) {
+            store = context.getStateStore("store");
+        }
+
+        @Override
+        public void process(final Record<String, Long> record) {
+            store.put(record.key(), record.value(), record.timestamp() - Math.floorMod(record.timestamp(), size));
+        }
     }
 
     /** {@code ProcessorStateManager#restore} of the driver's task (package-private there). */
