@@ -226,7 +226,7 @@ class StreamsApp:
         )
         if self.trigger_interval_ms:
             writer = writer.trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
-        with kspark_errors(self.application_id):
+        with kspark_errors(self.application_id, self.checkpoint_dir):
             self._query = writer.start()
         return self
 
@@ -271,7 +271,7 @@ class StreamsApp:
         query = self._require_query()
         from kspark.spark.internals.progress import wait_caught_up
 
-        with kspark_errors(self.application_id):
+        with kspark_errors(self.application_id, self.checkpoint_dir):
             if self._ticks:
                 wait_caught_up(query, timeout)
             else:
@@ -281,7 +281,7 @@ class StreamsApp:
         """Block until the query stops (or ``timeout`` seconds pass: then ``False``); a failed
         query raises kspark's error for it."""
         query = self._require_query()
-        with kspark_errors(self.application_id):
+        with kspark_errors(self.application_id, self.checkpoint_dir):
             if timeout is None:
                 return query.awaitTermination()
             return query.awaitTermination(timeout)
@@ -327,7 +327,7 @@ class StreamsApp:
                 raise TimeoutError(f"fewer than {count} batches in {timeout} s")
             exc = self._require_query().exception()
             if exc is not None:
-                raise as_kspark_error(exc, self.application_id) from exc
+                raise as_kspark_error(exc, self.application_id, self.checkpoint_dir) from exc
             time.sleep(0.1)
 
     def __enter__(self) -> StreamsApp:

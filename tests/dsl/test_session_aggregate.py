@@ -3,7 +3,6 @@ caching and on_window_close, through the test driver on a hand-built topology.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +16,7 @@ from kspark.dsl.internals.windowing.session import (
     SessionWindowAggregateProcessor,
     session_store_builder,
 )
+from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
 from kspark.runtime.metrics import Metrics
@@ -29,14 +29,10 @@ from kspark.windows import EmitStrategy, SessionWindows, Window, Windowed
 Out = list[tuple[Any, Any, int]]
 
 
-@dataclass
-class Mat:
-    """Stands in for the DSL's Materialized (duck-typed by the builders)."""
-
-    name: str = "sessions"
-    retention: int | timedelta | None = None
-    caching: bool = False
-    logging: bool = True
+def Mat(name: str = "sessions", retention=None, caching: bool = False,
+        logging: bool = True) -> Materialized:
+    """The DSL's Materialized with these tests' defaults."""
+    return Materialized(name, retention=retention, caching=caching, logging=logging)
 
 
 class Recorder(Processor):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import given, settings
@@ -14,6 +13,7 @@ from kspark.dsl.internals.windowing.session import (
     SessionWindowAggregateProcessor,
     session_store_builder,
 )
+from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor
 from kspark.records import Record
 from kspark.testing import TopologyTestDriver
@@ -21,12 +21,10 @@ from kspark.topology import Topology
 from kspark.windows import EmitStrategy, SessionWindows, Window, Windowed
 
 
-@dataclass
-class Mat:
-    name: str = "sessions"
-    retention: int | None = None
-    caching: bool = False
-    logging: bool = True
+def Mat(name: str = "sessions", retention=None, caching: bool = False,
+        logging: bool = True) -> Materialized:
+    """The DSL's Materialized with these tests' defaults."""
+    return Materialized(name, retention=retention, caching=caching, logging=logging)
 
 
 class Recorder(Processor):

@@ -3,7 +3,6 @@ reference computed from the definition of the windows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from kspark.dsl.internals.windowing.sliding import (
     SlidingWindowAggregateProcessor,
     sliding_window_store_builder,
 )
+from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
 from kspark.testing import TopologyTestDriver
@@ -25,12 +25,10 @@ from kspark.windows import EmitStrategy, SlidingWindows, Window, Windowed
 Out = list[tuple[Any, Any, int]]
 
 
-@dataclass
-class Mat:
-    name: str = "sliding"
-    retention: int | None = None
-    caching: bool = False
-    logging: bool = True
+def Mat(name: str = "sliding", retention=None, caching: bool = False,
+        logging: bool = True) -> Materialized:
+    """The DSL's Materialized with these tests' defaults."""
+    return Materialized(name, retention=retention, caching=caching, logging=logging)
 
 
 class Recorder(Processor):

@@ -4,7 +4,6 @@ once close > end)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kspark import serdes
@@ -18,6 +17,7 @@ from kspark.dsl.internals.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )
+from kspark.dsl.materialized import Materialized
 from kspark.dsl.suppressed import BufferConfig, Suppressed
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
@@ -28,12 +28,10 @@ from kspark.windows import EmitStrategy, SessionWindows, TimeWindows, Window, Wi
 Out = list[tuple[Any, Any, int]]
 
 
-@dataclass
-class Mat:
-    name: str
-    caching: bool = True
-    retention: int | None = None
-    logging: bool = True
+def Mat(name: str = "store", retention=None, caching: bool = True,
+        logging: bool = True) -> Materialized:
+    """The DSL's Materialized with these tests' defaults."""
+    return Materialized(name, retention=retention, caching=caching, logging=logging)
 
 
 class Recorder(Processor):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from kspark.dsl.internals.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )
+from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor
 from kspark.records import Change, Record
 from kspark.testing import TopologyTestDriver
@@ -23,12 +23,10 @@ from kspark.windows import EmitStrategy, TimeWindows, Window, Windowed
 Out = list[tuple[Any, Any, int]]
 
 
-@dataclass
-class Mat:
-    name: str = "windows"
-    retention: int | None = None
-    caching: bool = False
-    logging: bool = True
+def Mat(name: str = "windows", retention=None, caching: bool = False,
+        logging: bool = True) -> Materialized:
+    """The DSL's Materialized with these tests' defaults."""
+    return Materialized(name, retention=retention, caching=caching, logging=logging)
 
 
 class Recorder(Processor):

@@ -1,6 +1,6 @@
 """The bad-input matrix with Kafka as the source (docs/semantics.md §8; file sources:
 tests/spark/test_spark_bad_input.py): a value the serde cannot read and a windowed key with too
-few bytes, × ``fail`` (a kspark error whose first line names topic, partition and offset) and
+few bytes, by ``fail`` (a kspark error whose first line names topic, partition and offset) and
 ``log_and_continue`` with a dead-letter topic (skipped, counted, dead-lettered with headers
 naming the error and the origin). A record near Kafka's size limit is processed whole."""
 

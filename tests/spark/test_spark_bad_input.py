@@ -1,5 +1,5 @@
 """The bad-input matrix on Spark for file sources (docs/semantics.md §8): JSON-lines and Parquet
-× a defect in one row × the handler. With ``fail`` the query stops with a kspark error whose
+by a defect in one row by the handler. With ``fail`` the query stops with a kspark error whose
 first line names the file and line (or the topic, partition and offset), and what the earlier
 micro-batch committed is kept; with ``log_and_continue`` and a dead-letter topic the row is
 skipped, counted under its reason and dead-lettered, and every other row is processed. An

@@ -19,6 +19,9 @@ _KSPARK_LINE = re.compile(r"^(kspark(?:\.\w+)+)\.(\w+): (.+)$", re.MULTILINE)
 #: the last line of a Python traceback: ``ValueError: message``
 _PYTHON_LINE = re.compile(r"^((?:\w+\.)*\w*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _SPARK_PREFIX = re.compile(r"^(\[[A-Z_]+\] )+")
+#: Spark's wrapping of a query's failure, around the message that says what happened
+_QUERY_WRAP = re.compile(r"Query \[id = [^\]]*\] terminated with exception: ")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
 
 
 def _error_types() -> dict[str, type[KsparkError]]:
@@ -31,10 +34,12 @@ def _error_types() -> dict[str, type[KsparkError]]:
     return found
 
 
-def as_kspark_error(exc: BaseException, app_id: str) -> KsparkError:
+def as_kspark_error(exc: BaseException, app_id: str,
+                    checkpoint_dir: str | None = None) -> KsparkError:
     """The kspark error ``exc`` (raised by Spark for the query of application ``app_id``)
     carries: the outermost kspark error in its Python traceback, else the Python error that
-    stopped a worker, else Spark's own message; each as a kspark type naming the app."""
+    stopped a worker, else Spark's own message (naming ``checkpoint_dir`` first when the
+    failure is about it); each as a kspark type naming the app."""
     if isinstance(exc, KsparkError):
         return exc
     text = str(exc)
@@ -51,8 +56,13 @@ def as_kspark_error(exc: BaseException, app_id: str) -> KsparkError:
             error = StreamsError(f"application {app_id!r} stopped: {name}: {message}")
         else:
             first = _SPARK_PREFIX.sub("", text.strip().splitlines()[0] if text.strip() else "")
-            error = StreamsError(f"application {app_id!r} stopped: {type(exc).__name__}: "
-                                 f"{first or 'no message'}")
+            first = _SQLSTATE.sub("", _QUERY_WRAP.sub("", first))
+            if checkpoint_dir and checkpoint_dir.rstrip("/") in first:
+                error = StreamsError(f"application {app_id!r}: checkpoint directory "
+                                     f"{checkpoint_dir} cannot be written: {first}")
+            else:
+                error = StreamsError(f"application {app_id!r} stopped: {type(exc).__name__}: "
+                                     f"{first or 'no message'}")
     error.__cause__ = exc
     return error
 
@@ -65,7 +75,7 @@ def _instance(cls: type[KsparkError], message: str) -> KsparkError:
 
 
 @contextmanager
-def kspark_errors(app_id: str) -> Iterator[None]:
+def kspark_errors(app_id: str, checkpoint_dir: str | None = None) -> Iterator[None]:
     """Raise what the block raises as a kspark error (:func:`as_kspark_error`)."""
     try:
         yield
@@ -73,7 +83,7 @@ def kspark_errors(app_id: str) -> Iterator[None]:
         raise
     except Exception as exc:
         if _is_spark(exc):
-            raise as_kspark_error(exc, app_id) from exc
+            raise as_kspark_error(exc, app_id, checkpoint_dir) from exc
         raise
 
 
