@@ -4,6 +4,7 @@ sliding window aggregations (store access, forwarding, emission on window close)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -64,14 +65,19 @@ def window_store_builder(
     )
 
 
-def open_window_store(context: ProcessorContext, store_name: str, emit_final: bool
-                      ) -> tuple[Any, dict[str, Any], bool]:
+def open_window_store(context: ProcessorContext, store_name: str, emit_final: bool,
+                      at_window_end: bool = False) -> tuple[Any, dict[str, Any], bool]:
     """A windowed aggregation's store, its persisted processor state, and whether the store's
     cache forwards the updates (on_window_close forwards only final results: the cache's
-    output is ignored)."""
+    output is ignored). With ``at_window_end`` the cache forwards each update with its
+    window's end as timestamp (sessions, as Kafka Streams), else with the entry's."""
     store: Any = context.get_state_store(store_name)
-    caching = False if emit_final else store.set_flush_listener(
-        change_forwarder(context), batched=True)
+    forward = change_forwarder(context)
+    listener: Callable[[list[Any]], None] = forward
+    if at_window_end:
+        def listener(entries: list[Any]) -> None:
+            forward([(k, new, old, k.window.end) for k, new, old, _ in entries])
+    caching = False if emit_final else store.set_flush_listener(listener, batched=True)
     return store, context.processor_state, caching
 
 

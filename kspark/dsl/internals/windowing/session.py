@@ -92,7 +92,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store, self.state, self.caching = open_window_store(
-            context, self.store_name, self.emit_final)
+            context, self.store_name, self.emit_final, at_window_end=True)
         #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
         #: from the store on first use (so also after a restart)
         self.pending_closes: SortedSet | None = None
@@ -123,13 +123,13 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             drop_expired(self.context, record, merged, close, observed)
         else:
             if start != ts or end != ts:
-                for kv in found:
-                    self.store.remove(kv.key)
+                for kv in found:  # logged, as Kafka Streams, at the record's timestamp
+                    self.store.remove(kv.key, ts)
                     removed.add(kv.key)
                     self._forward_update(kv.key, None, kv.value)
             agg = self.aggregator(key, record.value, agg)
             windowed = Windowed(key, merged)
-            self.store.put(windowed, agg)
+            self.store.put(windowed, agg, ts)
             self._forward_update(windowed, agg, None)
             if self.pending_closes is not None:
                 for w in removed:

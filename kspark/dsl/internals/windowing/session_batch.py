@@ -235,15 +235,15 @@ class SessionBatch(SessionEmission):
                 for w in found:
                     old = sessions.pop(w)
                     self._ended(key, w, old, p)
-                    changes.append((p, seq, w, old[0], None, w[0]))
+                    changes.append((p, seq, w, old[0], None, ts))
                     seq += 1
             agg = aggregator(key, value, agg)
             window = (end, start)
             replaced = sessions.get(window)
             if replaced is not None:
                 self._ended(key, window, replaced, p)
-            sessions[window] = [agg, p, end]
-            changes.append((p, seq, window, None if replaced is None else replaced[0], agg, end))
+            sessions[window] = [agg, p, ts]
+            changes.append((p, seq, window, None if replaced is None else replaced[0], agg, ts))
             seq += 1
         # the store: stored sessions of the group removed, the group's sessions put back
         self.removes.setdefault(code, []).extend((end, start) for end, start, _, _ in reached)
@@ -358,15 +358,17 @@ class SessionBatch(SessionEmission):
         kept, firsts, lasts = clusters[keep], g_first[keep], g_last[keep]
         finals = [aggs[i] for i in lasts.tolist()] if isinstance(aggs, list) else (
             aggs[lasts].tolist())
-        for c, f, last, code, end, start, agg in zip(
+        # a session is stored (and logged) with the timestamp of the record that put it last
+        stamps = self.stamps[pos[lasts]].tolist()
+        for c, f, last, code, end, start, agg, stamp in zip(
             kept.tolist(), firsts.tolist(), lasts.tolist(), cl_code[kept].tolist(),
-            wmax[lasts].tolist(), wmin[lasts].tolist(), finals,
+            wmax[lasts].tolist(), wmin[lasts].tolist(), finals, stamps,
         ):
             put = puts.get(code)
             if put is None:
-                puts[code] = [(end, start, agg, end)]
+                puts[code] = [(end, start, agg, stamp)]
             else:
-                put.append((end, start, agg, end))
+                put.append((end, start, agg, stamp))
             found = reach.get(c)
             if found:
                 p0 = int(pos[f])

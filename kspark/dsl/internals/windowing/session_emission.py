@@ -101,6 +101,9 @@ class SessionEmission:
         #: flush (emit on update with caching) and for the changelog
         self.replay = (not proc.emit_final and proc.caching) or self.logged
         self.keys = view.keys.uniques
+        #: each position's record timestamp: a store change is logged with the timestamp of
+        #: the record that makes it, as Kafka Streams' session store logs
+        self.stamps = np.asarray(view.timestamps, dtype=np.int64)
         #: the batch's keys and the stored sessions' other keys, by code
         self.all_keys: list[Any] = list(self.keys)
         self.codes: dict[Any, int] = {key: code for code, key in enumerate(self.keys)}
@@ -128,6 +131,7 @@ class SessionEmission:
         end, start = int(wmax[last]), int(wmin[last])
         final = Windowed(key, Window(start, end))
         p0, p_last = int(pos[f]), int(pos[last])
+        stamps = self.stamps
         events = self.events
         if self.logged:
             self._intermediate_tombstones(key, f, last, pos, wmin, wmax, found)
@@ -137,13 +141,15 @@ class SessionEmission:
                 same = (wmin[f : last + 1] == fs) & (wmax[f : last + 1] == fe)
                 changed = np.flatnonzero(~same)
                 if not len(changed):
-                    events.append((p_last, LAST_SEQ, final, fagg, agg, end))
+                    events.append((p_last, LAST_SEQ, final, fagg, agg, int(stamps[p_last])))
                     return
-                events.append((int(pos[f + int(changed[0])]), 0,
-                               Windowed(key, Window(fs, fe)), fagg, None, fe))
+                at = int(pos[f + int(changed[0])])
+                events.append((at, 0, Windowed(key, Window(fs, fe)), fagg, None,
+                               int(stamps[at])))
             else:
-                events.append((p0, seq, Windowed(key, Window(fs, fe)), fagg, None, fe))
-        events.append((p_last, LAST_SEQ, final, None, agg, end))
+                events.append((p0, seq, Windowed(key, Window(fs, fe)), fagg, None,
+                               int(stamps[p0])))
+        events.append((p_last, LAST_SEQ, final, None, agg, int(stamps[p_last])))
 
     def _intermediate_tombstones(
         self,
@@ -167,8 +173,9 @@ class SessionEmission:
         for k in grown.tolist():
             start, end = int(lo[k]), int(hi[k])
             if (start, end) not in stored:
-                events.append((int(pos[f + k + 1]), 0, Windowed(key, Window(start, end)),
-                               None, None, end))
+                at = int(pos[f + k + 1])
+                events.append((at, 0, Windowed(key, Window(start, end)), None, None,
+                               int(self.stamps[at])))
 
     def _code_of(self, c: int) -> int:
         return int(self._cl_code[c])
