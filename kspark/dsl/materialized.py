@@ -60,6 +60,15 @@ class Materialized:
         return _replace(self, retention=retention)
 
 
+def with_default_serdes(m: Materialized | None, key_serde: Any, value_serde: Any
+                        ) -> Materialized:
+    """``m`` (or a default ``Materialized``) with ``key_serde`` / ``value_serde`` where it
+    names none: the serdes a DSL operator gives its store unless the user chose others."""
+    m = m or Materialized()
+    return replace(m, key_serde=m.key_serde if m.key_serde is not None else key_serde,
+                   value_serde=m.value_serde if m.value_serde is not None else value_serde)
+
+
 def _replace(m: Materialized, **changes: Any) -> Materialized:
     return replace(m, **changes)
 

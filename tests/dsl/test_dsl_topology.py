@@ -205,3 +205,29 @@ def test_reduce_names_follow_kafka():
     builder.stream("in").group_by_key().reduce(lambda a, b: a + b)
     assert set(builder.build().store_builders) == {"KSTREAM-REDUCE-STATE-STORE-0000000001"}
     assert "KSTREAM-REDUCE-0000000002" in builder.build().nodes
+
+
+def test_aggregation_stores_default_to_the_serdes_kafka_streams_gives_them():
+    """Unless Materialized names serdes: the grouping's key serde, Long for a count, the
+    values' serde for a reduce, kspark's pickle (None) for an aggregate of any type."""
+    from kspark import SessionWindows, TimeWindows, serdes
+    from kspark.dsl import Materialized
+
+    b = StreamsBuilder()
+    grouped = b.stream("in", serdes.String(), serdes.Json()).group_by_key(
+        serdes.String(), serdes.Json())
+    grouped.count(Materialized("kv-count"))
+    grouped.reduce(lambda a, v: v, Materialized("kv-reduce"))
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 0)).count(
+        Materialized("s-count"))
+    grouped.windowed_by(TimeWindows.of_size_and_grace(10, 0)).aggregate(
+        list, lambda k, v, agg: [*agg, v], Materialized("w-agg"))
+    grouped.count(Materialized("kv-own", key_serde=serdes.Bytes(), value_serde=serdes.Json()))
+    stores = b.build().store_builders
+    serde_names = {name: (type(s.key_serde).__name__, type(s.value_serde).__name__)
+                   for name, s in stores.items()}
+    assert serde_names == {
+        "kv-count": ("String", "Long"), "kv-reduce": ("String", "Json"),
+        "s-count": ("String", "Long"), "w-agg": ("String", "NoneType"),
+        "kv-own": ("Bytes", "Json"),
+    }

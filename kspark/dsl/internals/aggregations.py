@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from kspark.serdes import Long, Serde
+
 #: ``(initializer, aggregator(key, value, agg), merger(key, agg1, agg2) or None)``
 Functions = tuple[Callable[[], Any], Callable[[Any, Any, Any], Any],
                   Callable[[Any, Any, Any], Any] | None]
@@ -23,6 +25,12 @@ class Aggregation(ABC):
     @abstractmethod
     def functions(self) -> Functions:
         """The three functions, as directly callable as possible (per-record hot path)."""
+
+    def store_value_serde(self, value_serde: Serde | None) -> Serde | None:
+        """The store's value serde when ``Materialized`` gives none, for values whose serde
+        is ``value_serde`` (as Kafka Streams: ``Long`` for a count, the values' serde for a
+        reduce; ``None``, kspark's pickle, for an aggregate of any type)."""
+        return None
 
 
 def _zero() -> int:
@@ -43,6 +51,9 @@ class Count(Aggregation):
     def functions(self) -> Functions:
         return _zero, _increment, _add
 
+    def store_value_serde(self, value_serde: Serde | None) -> Serde | None:
+        return Long()
+
 
 def _none() -> None:
     return None
@@ -56,6 +67,9 @@ class Reduce(Aggregation):
 
     def functions(self) -> Functions:
         return _none, self.add, self.merge
+
+    def store_value_serde(self, value_serde: Serde | None) -> Serde | None:
+        return value_serde
 
     def add(self, key: Any, value: Any, agg: Any) -> Any:
         return value if agg is None else self.reducer(agg, value)

@@ -121,6 +121,11 @@ class Grouping(Protocol):
         """The key serde of the grouping's results (before windowing), if known."""
         ...
 
+    @property
+    def value_serde(self) -> Serde | None:
+        """The serde of the grouped values, if known."""
+        ...
+
     def source_for(self, store_name: str) -> str:
         """The node an aggregation with store ``store_name`` reads from."""
         ...

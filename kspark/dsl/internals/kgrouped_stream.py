@@ -10,7 +10,7 @@ from kspark.dsl.api import KGroupedStream, KTable, SessionWindowedKStream, TimeW
 from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
 from kspark.dsl.internals.processors import StreamAggregateProcessor
-from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.dsl.materialized import Materialized, as_materialized, with_default_serdes
 from kspark.serdes import Serde
 from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -41,6 +41,10 @@ class KGroupedStreamImpl(KGroupedStream):
     def result_key_serde(self) -> Serde | None:
         return self._result_key_serde
 
+    @property
+    def value_serde(self) -> Serde | None:
+        return self._value_serde
+
     def source_for(self, store_name: str) -> str:
         """The node the aggregation reads from: this node, or a repartition topic's source."""
         if not self._repartition_required:
@@ -58,7 +62,9 @@ class KGroupedStreamImpl(KGroupedStream):
         topo = builder.topology
         topo.add_processor(name, partial(StreamAggregateProcessor, store, aggregation),
                            parent)
-        topo.add_state_store(key_value_store_builder(store, m), name)
+        store_m = with_default_serdes(m, self._result_key_serde,
+                                      aggregation.store_value_serde(self._value_serde))
+        topo.add_state_store(key_value_store_builder(store, store_m), name)
         return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
                       key_serde=self._result_key_serde,
                       value_serde=None if m is None else m.value_serde)

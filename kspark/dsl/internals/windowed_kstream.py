@@ -31,7 +31,7 @@ from kspark.dsl.internals.windowing.time_windows import (
     TimeWindowAggregateProcessor,
     time_window_store_builder,
 )
-from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.dsl.materialized import Materialized, as_materialized, with_default_serdes
 from kspark.serdes import Serde, SessionWindowed, TimeWindowed
 from kspark.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 
@@ -56,14 +56,17 @@ class _WindowedKStream:
         return self
 
     def _build(self, prefix: str, materialized: Materialized | str | None,
-               make_processor: Callable[[str], Any],
+               aggregation: Aggregation, make_processor: Callable[[str], Any],
                make_store: Callable[[str, Materialized | None], Any],
                suppress_duration_ms: int, key_serde: Serde | None) -> KTable:
         grouped = self._grouped
         builder = grouped.graph
         m = as_materialized(materialized)
         store = store_name_for(builder, m, prefix)
-        store_builder = make_store(store, m)  # validates retention before touching the graph
+        # the store's serdes, unless given: the grouping's key serde and the aggregation's
+        store_m = with_default_serdes(m, grouped.result_key_serde,
+                                      aggregation.store_value_serde(grouped.value_serde))
+        store_builder = make_store(store, store_m)  # checks retention before touching the graph
         name = builder.new_name(prefix)
         parent = grouped.source_for(store)
         topo = builder.topology
@@ -85,7 +88,7 @@ class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
         w = self._windows
         emit = self._emit_strategy
         return self._build(
-            prefix, materialized,
+            prefix, materialized, aggregation,
             lambda store: partial(SessionWindowAggregateProcessor, store, w, aggregation, emit),
             lambda store, m: session_store_builder(store, w, m),
             w.inactivity_gap_ms + w.grace_ms,
@@ -125,7 +128,7 @@ class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
         else:
             processor, store_builder = TimeWindowAggregateProcessor, time_window_store_builder
         return self._build(
-            prefix, materialized,
+            prefix, materialized, aggregation,
             lambda store: partial(processor, store, w, aggregation, emit),
             lambda store, m: store_builder(store, w, m),
             w.grace_ms,
