@@ -58,6 +58,7 @@ class TopologyTestDriver:
         self.changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
         self._changelog_read: dict[str, int] = {}  # store -> entries already on its topic
         self.tasks: list[Task] = []
+        self._readers: dict[str, Task | None] = {}
         for st in topology.sub_topologies():
             task = Task(
                 topology,
@@ -129,11 +130,19 @@ class TopologyTestDriver:
         return queue
 
     # -- driving -----------------------------------------------------------------------------
+    def _reader(self, topic: str) -> Task | None:
+        """The task that reads ``topic`` (``None``: no sub-topology reads it), looked up once
+        per topic: the topology does not change under a driver."""
+        if topic not in self._readers:
+            st = self.topology.sub_topology_for_topic(topic)
+            self._readers[topic] = None if st is None else self.tasks[st.id]
+        return self._readers[topic]
+
     def _task_for(self, topic: str) -> Task:
-        st = self.topology.sub_topology_for_topic(topic)
-        if st is None:
+        task = self._reader(topic)
+        if task is None:
             raise TopologyError(f"unknown topic {topic!r}")
-        return self.tasks[st.id]
+        return task
 
     def pipe_raw(
         self,
@@ -174,7 +183,7 @@ class TopologyTestDriver:
         internal = []
         for task in self.tasks:
             for out in task.drain_output():
-                if self.topology.sub_topology_for_topic(out.topic) is not None:
+                if self._reader(out.topic) is not None:
                     internal.append(out)
                 if out.topic not in self.topology.internal_topics:
                     self._outputs.setdefault(out.topic, deque()).append(out)

@@ -229,8 +229,25 @@ class Topology:
             if not isinstance(n, SourceNode) and name in n.parents
         ]
 
+    def _shape(self) -> tuple[int, int]:
+        """What :meth:`sub_topologies` depends on, cheaply: nodes are only ever added and
+        processors only ever connected to more stores."""
+        return len(self.nodes), sum(
+            len(n.stores) for n in self.nodes.values() if isinstance(n, ProcessorNode))
+
     def sub_topologies(self) -> list[SubTopology]:
-        """Connected components (by edges and shared stores), numbered in insertion order."""
+        """Connected components (by edges and shared stores), numbered in insertion order
+        (computed once per shape of the graph)."""
+        shape = self._shape()
+        cached = self.__dict__.get("_sub_topologies")
+        if cached is not None and cached[0] == shape:
+            return cached[1]
+        out = self._components()
+        self.__dict__["_sub_topologies"] = (shape, out)
+        self.__dict__["_by_topic"] = (shape, {})
+        return out
+
+    def _components(self) -> list[SubTopology]:
         parent_of = {n: n for n in self.nodes}
 
         def find(x: str) -> str:
@@ -273,7 +290,15 @@ class Topology:
         return out
 
     def sub_topology_for_topic(self, topic: str) -> SubTopology | None:
-        for st in self.sub_topologies():
+        """The sub-topology that reads ``topic`` (by name or pattern), or ``None``."""
+        subs = self.sub_topologies()
+        by_topic = self.__dict__["_by_topic"][1]
+        if topic not in by_topic:
+            by_topic[topic] = self._reading(subs, topic)
+        return by_topic[topic]
+
+    def _reading(self, subs: list[SubTopology], topic: str) -> SubTopology | None:
+        for st in subs:
             if topic in st.source_topics:
                 return st
             for n in st.nodes:
