@@ -79,6 +79,11 @@ def broker(
         typer.Option(help="Directory for the broker's data, kept across runs "
                           "(default: a temporary one, removed at exit)."),
     ] = None,
+    sasl_user: Annotated[
+        list[str] | None,
+        typer.Option("--sasl-user", metavar="USER:PASSWORD",
+                     help="Require SASL/PLAIN (SASL_PLAINTEXT) and accept this user; repeatable."),
+    ] = None,
 ) -> None:
     """Run Apache Kafka (one KRaft node, fetched from Maven Central on first use) until Ctrl-C."""
     import time
@@ -86,7 +91,16 @@ def broker(
     from kspark.kafka.broker import KAFKA_VERSION, BrokerError, EmbeddedBroker
     from kspark.maven import ResolutionError
 
-    server = EmbeddedBroker(port=port or None, host=host, data_dir=data)
+    users = {}
+    for given in sasl_user or []:
+        name, sep, password = given.partition(":")
+        if not sep or not name:
+            raise typer.BadParameter("expected USER:PASSWORD", param_hint="--sasl-user")
+        users[name] = password
+    try:
+        server = EmbeddedBroker(port=port or None, host=host, data_dir=data, sasl_users=users)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--sasl-user") from exc
     try:
         server.start()
     except (BrokerError, ResolutionError) as exc:
@@ -97,6 +111,10 @@ def broker(
         f"{data or 'temporary'}; log: {server.log_path}. Ctrl-C stops it.",
         highlight=False,
     )
+    if users:
+        console.print(
+            "clients authenticate with security.protocol=SASL_PLAINTEXT, sasl.mechanism=PLAIN "
+            f"as {', '.join(users)}", highlight=False)
     try:
         while server.running:
             time.sleep(0.2)

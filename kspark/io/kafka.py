@@ -61,8 +61,11 @@ class KafkaTopic(TopicLocation):
     ``max_records_per_trigger`` caps a micro-batch. ``fail_on_data_loss=False`` skips (and
     counts) records deleted before they were read instead of stopping. ``create=False`` only
     verifies that the topics kspark writes exist as needed. ``config``: librdkafka settings for
-    every client (security, timeouts...). ``source`` reads a source topic with: "kspark",
-    kspark's Python source ``kspark_kafka``; "spark", Spark's Kafka connector
+    every client (security, timeouts...), e.g. ``{"security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "PLAIN", "sasl.username": ..., "sasl.password": ...}``; kspark's source
+    gets them as ``kafka.``-prefixed options, Spark's connector as its Java client's settings
+    (``sasl.jaas.config`` from the user name and password). ``source`` reads a source topic
+    with: "kspark", kspark's Python source ``kspark_kafka``; "spark", Spark's Kafka connector
     (``format("kafka")``, which a session of ``local_spark`` loads when it can fetch it; with
     ``config`` going to its Java clients); "auto" (the default), kspark's source (the faster
     one: docs/performance.md#kafka-source-choice).
@@ -76,7 +79,7 @@ class KafkaTopic(TopicLocation):
     max_records_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     create: bool = True
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold passwords
     source: str = "auto"
 
     def __post_init__(self) -> None:

@@ -27,6 +27,45 @@ class KafkaUnreachableError(KsparkError):
     """No broker of a Kafka cluster answered."""
 
 
+class KafkaAuthenticationError(KafkaUnreachableError):
+    """A Kafka cluster refused the client's credentials (SASL authentication failed)."""
+
+
+class AuthenticationWatch:
+    """An ``error_cb`` for librdkafka clients that remembers the first authentication error
+    (librdkafka retries a refused login until the request's timeout) and passes every error
+    on to the user's own ``error_cb``, if any."""
+
+    def __init__(self, bootstrap_servers: str, chained: Any = None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.chained = chained
+        self.reason: str | None = None
+
+    def __call__(self, error: Any) -> None:
+        from confluent_kafka import KafkaError
+
+        if self.reason is None and error.code() == KafkaError._AUTHENTICATION:
+            # "sasl_plaintext://host:port/bootstrap: SASL authentication error: ..."
+            text = error.str()
+            head, sep, rest = text.partition(": ")
+            self.reason = rest if sep and "://" in head else text
+        if self.chained is not None:
+            self.chained(error)
+
+    def check(self) -> None:
+        """Raise :class:`KafkaAuthenticationError` if the cluster refused the login."""
+        if self.reason is not None:
+            raise KafkaAuthenticationError(
+                f"Kafka at {self.bootstrap_servers}: authentication failed: {self.reason}\n"
+                "Check the security settings in the Kafka config (security.protocol, "
+                "sasl.mechanism, sasl.username, sasl.password)."
+            )
+
+    def watching(self, config: dict[str, Any]) -> dict[str, Any]:
+        """``config`` with this watch as its ``error_cb``."""
+        return {**config, "error_cb": self}
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """What a topic must look like: its partition count and the configs that matter (e.g.
@@ -50,18 +89,31 @@ def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:
 
 
 def cluster_metadata(bootstrap_servers: str, config: dict[str, Any] | None = None) -> Any:
-    """The cluster's metadata (topics and partitions), or an error naming the address."""
+    """The cluster's metadata (topics and partitions), or an error naming the address: at
+    once (about a second) when the cluster refuses the client's credentials."""
+    import time
+
     from confluent_kafka import KafkaException
 
     _check_reachable(bootstrap_servers)
-    try:
-        return _admin(bootstrap_servers, config).list_topics(timeout=_TIMEOUT)
-    except KafkaException as exc:
+    settings = client_config(bootstrap_servers, config)
+    watch = AuthenticationWatch(bootstrap_servers, settings.get("error_cb"))
+    admin = _admin(bootstrap_servers, watch.watching(settings))
+    deadline = time.monotonic() + _TIMEOUT
+    while True:  # short tries: a refused login shows (in error_cb) between them
+        try:
+            return admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+        except KafkaException as exc:
+            admin.poll(0)
+            if watch.reason is None and time.monotonic() < deadline:
+                continue
+            failure = exc.args[0].str()  # (not the exception: its traceback holds the client)
+        admin = None  # the client stops retrying now
+        watch.check()
         raise KafkaUnreachableError(
-            f"cannot reach Kafka at {bootstrap_servers} within {_TIMEOUT:.0f} s: "
-            f"{exc.args[0].str()} (is the broker running, and are the bootstrap servers and "
-            "security settings right?)"
-        ) from exc
+            f"cannot reach Kafka at {bootstrap_servers} within {_TIMEOUT:.0f} s: {failure} (is "
+            "the broker running, and are the bootstrap servers and security settings right?)"
+        )
 
 
 def _check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
@@ -126,8 +178,8 @@ def ensure_topics(
 
     if not specs:
         return []
-    admin = _admin(bootstrap_servers, config)
     counts = partition_counts(bootstrap_servers, [s.name for s in specs], config)
+    admin = _admin(bootstrap_servers, config)
     missing = [s for s in specs if counts[s.name] is None]
     if missing and not create:
         names = ", ".join(f"{s.name!r} ({s.role})" for s in missing)

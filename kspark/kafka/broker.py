@@ -7,12 +7,19 @@ or in ``data_dir`` where it survives. Internal topics (offsets, transactions) ha
 so Kafka transactions and consumer groups work as on a cluster. Topics keep their records
 forever unless they set ``retention.ms`` themselves (Kafka's default is 7 days by record
 timestamp).
+
+With ``sasl_users`` every listener authenticates with SASL/PLAIN (``SASL_PLAINTEXT``): the client
+listener, which is also the inter-broker listener, and the controller listener. The broker
+itself logs in on both as an internal user with a random password of its own; the users and
+passwords live in each listener's ``listener.name.<name>.plain.sasl.jaas.config`` (no JAAS file).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -59,6 +66,13 @@ logger.cleaner.level = INFO
 """
 
 
+#: the user the broker logs in as on its own listeners (inter-broker and controller traffic)
+INTERNAL_USER = "kspark-broker"
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+#: user names the broker's JAAS options (``user_<name>="password"``) can carry
+_USER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 class BrokerError(KsparkError):
     """The embedded broker could not be fetched, started or reached, or it died."""
 
@@ -68,6 +82,25 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def jaas_quote(value: str) -> str:
+    """``value`` as a quoted string of a JAAS configuration."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def plain_jaas_config(username: str, password: str, users: dict[str, str] | None = None) -> str:
+    """A ``sasl.jaas.config`` of the PLAIN login module: the login of ``username`` and, for a
+    broker's listener, the users it accepts with their passwords."""
+    options = [f"username={jaas_quote(username)}", f"password={jaas_quote(password)}"]
+    options += [f"user_{name}={jaas_quote(pw)}" for name, pw in (users or {}).items()]
+    return f"{_PLAIN_MODULE} required {' '.join(options)};"
+
+
+def _property_line(key: str, value: str) -> str:
+    """``key=value`` for a Java properties file (backslashes and line breaks escaped)."""
+    escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return f"{key}={escaped}\n"
 
 
 def broker_classpath() -> str:
@@ -93,11 +126,13 @@ class EmbeddedBroker:
 
     ``data_dir``: where the broker keeps its logs; a temporary directory, removed at stop, if
     none is given. ``config``: server properties added to (or overriding) the defaults, e.g.
-    ``{"log.cleaner.backoff.ms": "500"}``. Use it as a context manager, or call :meth:`start`
-    and :meth:`stop`::
+    ``{"log.cleaner.backoff.ms": "500"}``. ``sasl_users`` (user -> password): clients must
+    authenticate with SASL/PLAIN as one of them (see the module's documentation);
+    :attr:`client_config` holds the settings of a client. Use it as a context manager, or call
+    :meth:`start` and :meth:`stop`::
 
-        with EmbeddedBroker() as broker:
-            print(broker.bootstrap_servers)
+        with EmbeddedBroker(sasl_users={"alice": "secret"}) as broker:
+            io.kafka(broker.bootstrap, config=broker.client_config)
     """
 
     def __init__(
@@ -108,7 +143,17 @@ class EmbeddedBroker:
         log_path: str | None = None,
         config: dict[str, str] | None = None,
         startup_timeout: float = 120.0,
+        sasl_users: dict[str, str] | None = None,
     ) -> None:
+        users = dict(sasl_users or {})
+        for name in users:
+            if not _USER_NAME.fullmatch(name) or name == INTERNAL_USER:
+                raise ValueError(
+                    f"embedded broker: SASL user name {name!r} must be letters, digits, '_', "
+                    f"'.' or '-' (and not {INTERNAL_USER!r})"
+                )
+        self.sasl_users = users
+        self._internal_password = secrets.token_urlsafe(24)
         self.host = host
         self.port = port or free_port(host)
         self.data_dir = data_dir
@@ -124,6 +169,29 @@ class EmbeddedBroker:
         return f"{self.host}:{self.port}"
 
     @property
+    def bootstrap(self) -> str:
+        """The bootstrap servers, as :attr:`bootstrap_servers`."""
+        return self.bootstrap_servers
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings a client needs besides the bootstrap servers: none without SASL,
+        else those of the first of ``sasl_users`` (see :meth:`client_config_for`)."""
+        return self.client_config_for(next(iter(self.sasl_users), None))
+
+    def client_config_for(self, user: str | None) -> dict[str, str]:
+        """librdkafka settings (``security.protocol``, ``sasl.*``) of a client logging in as
+        ``user`` (one of ``sasl_users``); empty for a broker without SASL."""
+        if not self.sasl_users or user is None:
+            return {}
+        return {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": self.sasl_users[user],
+        }
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
@@ -133,7 +201,8 @@ class EmbeddedBroker:
 
     def server_properties(self, log_dir: str, controller_port: int) -> dict[str, str]:
         """The node's server properties: defaults for one node, then :attr:`config`."""
-        listener = f"PLAINTEXT://{self.host}:{self.port}"
+        name = protocol = "SASL_PLAINTEXT" if self.sasl_users else "PLAINTEXT"
+        listener = f"{name}://{self.host}:{self.port}"
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
@@ -141,8 +210,9 @@ class EmbeddedBroker:
             "listeners": f"{listener},CONTROLLER://{self.host}:{controller_port}",
             "advertised.listeners": listener,
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": name,
+            "listener.security.protocol.map": f"{name}:{protocol},CONTROLLER:{protocol}",
+            **self._sasl_properties(name),
             "log.dirs": log_dir,
             "num.partitions": "1",
             "offsets.topic.replication.factor": "1",
@@ -161,6 +231,21 @@ class EmbeddedBroker:
         props.update({k: str(v) for k, v in self.config.items()})
         return props
 
+    def _sasl_properties(self, listener: str) -> dict[str, str]:
+        """SASL/PLAIN on the client (and inter-broker) listener and the controller listener:
+        the users, and the internal user the broker logs in as on both."""
+        if not self.sasl_users:
+            return {}
+        jaas = plain_jaas_config(INTERNAL_USER, self._internal_password,
+                                 {INTERNAL_USER: self._internal_password, **self.sasl_users})
+        return {
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            f"listener.name.{listener.lower()}.plain.sasl.jaas.config": jaas,
+            "listener.name.controller.plain.sasl.jaas.config": jaas,
+        }
+
     def start(self) -> EmbeddedBroker:
         """Start the broker (fetching Kafka first if it is not cached) and wait until it
         answers a metadata request."""
@@ -177,8 +262,9 @@ class EmbeddedBroker:
             self.log_path = os.path.join(conf_dir, "broker.log")
         props_path = os.path.join(conf_dir, "server.properties")
         props = self.server_properties(log_dir, free_port(self.host))
-        with open(props_path, "w") as f:
-            f.writelines(f"{k}={v}\n" for k, v in props.items())
+        fd = os.open(props_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # passwords
+        with os.fdopen(fd, "w") as f:
+            f.writelines(_property_line(k, v) for k, v in props.items())
         log4j = os.path.join(conf_dir, "log4j2.properties")
         with open(log4j, "w") as f:
             f.write(_LOG4J)
@@ -203,7 +289,9 @@ class EmbeddedBroker:
 
     def _format(self, jvm: list[str], props_path: str) -> None:
         """Format the node's log directory (KRaft needs a cluster id before it starts)."""
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: not read as an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         done = subprocess.run(
             [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", props_path],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, check=False,
@@ -225,7 +313,8 @@ class EmbeddedBroker:
                 with socket.create_connection((self.host, self.port), timeout=0.5):
                     pass
                 # a client made before the port listens would log its refused connections
-                admin = admin or AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                admin = admin or AdminClient(
+                    {"bootstrap.servers": self.bootstrap_servers, **self.client_config})
                 if admin.list_topics(timeout=2).brokers:
                     return
             except Exception as exc:

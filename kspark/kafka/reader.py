@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kspark.kafka.admin import TopicError, client_config, matching_topics, partition_counts
+from kspark.kafka.admin import (
+    AuthenticationWatch,
+    TopicError,
+    client_config,
+    matching_topics,
+    partition_counts,
+)
 
 log = logging.getLogger("kspark.kafka")
 
@@ -189,7 +195,9 @@ def read_range(
     if rng.end <= rng.start:
         return
     where = f"Kafka topic {rng.topic!r} partition {rng.partition}"
-    consumer = Consumer(consumer_config(bootstrap_servers, config))
+    settings = consumer_config(bootstrap_servers, config)
+    watch = AuthenticationWatch(bootstrap_servers, settings.get("error_cb"))
+    consumer = Consumer(watch.watching(settings))
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         position = rng.start
@@ -232,8 +240,12 @@ def read_range(
                 position = offset + 1
             if out:
                 last_progress = time.monotonic()
+                watch.reason = None
                 yield out
-            elif time.monotonic() - last_progress > stall_timeout:
+                continue
+            if position < rng.end:
+                watch.check()  # a refused login: at once, not after the stall timeout
+            if time.monotonic() - last_progress > stall_timeout:
                 raise TopicError(
                     f"{where}: no record at or after offset {position} within {stall_timeout} s "
                     f"although offsets up to {rng.end - 1} were planned (was the partition "

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kspark.errors import KsparkError
+from kspark.kafka.broker import jaas_quote
 from kspark.maven import cache_dir, resolve
 
 log = logging.getLogger("kspark.spark.internals.kafka_connector")
@@ -39,8 +40,49 @@ RETRY_MISSING_S = 3600
 AUTO_PREFERS_CONNECTOR = False
 
 
+#: librdkafka settings whose name differs in Kafka's Java clients
+JAVA_NAMES = {"sasl.mechanisms": "sasl.mechanism"}
+#: the Java login module that takes a user name and password, per SASL mechanism
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
 class ConnectorMissing(KsparkError):
     """A Kafka topic asks for Spark's Kafka connector and the session does not have it."""
+
+
+def java_client_options(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with their ``kafka.``-prefixed librdkafka settings as Kafka's Java clients
+    name them: ``sasl.mechanisms`` as ``sasl.mechanism``, and ``sasl.username`` with
+    ``sasl.password`` as a ``sasl.jaas.config`` of the mechanism's login module (unless one is
+    given)."""
+    out: dict[str, str] = {}
+    login: dict[str, str] = {}
+    for key, value in options.items():
+        name = key[len("kafka."):].lower() if key.lower().startswith("kafka.") else None
+        if name in ("sasl.username", "sasl.password"):
+            login[name] = value
+        elif name is not None:
+            out[f"kafka.{JAVA_NAMES.get(name, key[len('kafka.'):])}"] = value
+        else:
+            out[key] = value
+    if login and "kafka.sasl.jaas.config" not in out:
+        mechanism = out.get("kafka.sasl.mechanism", "GSSAPI").upper()
+        module = LOGIN_MODULES.get(mechanism)
+        if module is None:
+            raise ValueError(
+                f"kafka topic: sasl.username and sasl.password are given for SASL mechanism "
+                f"{mechanism}, which takes no password; for Spark's Kafka connector set "
+                f"sasl.mechanism to one of {', '.join(LOGIN_MODULES)} or give sasl.jaas.config"
+            )
+        out["kafka.sasl.jaas.config"] = (
+            f"{module} required username={jaas_quote(login.get('sasl.username', ''))} "
+            f"password={jaas_quote(login.get('sasl.password', ''))};"
+        )
+    return out
 
 
 def _pyspark_jars() -> str:
@@ -197,7 +239,9 @@ def connector_reader(spark: Any, options: dict[str, str],
     """A ``format("kafka")`` stream reader with the ``kspark_kafka`` source's ``options``
     (reading committed records only). Spark's connector needs every partition in JSON starting
     offsets; ``partitions`` (topic -> partition count) fills those left out with earliest (-2),
-    as ``kspark_kafka`` starts them. Raises :class:`ConnectorMissing` without the connector."""
+    as ``kspark_kafka`` starts them. librdkafka settings are translated for the connector's
+    Java clients (:func:`java_client_options`). Raises :class:`ConnectorMissing` without the
+    connector."""
     if not has_connector(spark):
         raise ConnectorMissing(
             "Spark's Kafka connector (org.apache.spark:spark-sql-kafka-0-10_2.13) is not loaded in "
@@ -207,7 +251,7 @@ def connector_reader(spark: Any, options: dict[str, str],
             f"{coordinates()[0]} (or the newest published version of Spark "
             f"{installed_version().split('.')[0]}), or use source='kspark' or 'auto'"
         )
-    opts = {"kafka.isolation.level": "read_committed", **options}
+    opts = {"kafka.isolation.level": "read_committed", **java_client_options(options)}
     starting = opts.get("startingOffsets", "earliest")
     if partitions and starting.startswith("{"):
         given = json.loads(starting)
@@ -228,5 +272,6 @@ __all__ = [
     "connector_jars",
     "connector_reader",
     "has_connector",
+    "java_client_options",
     "uses_connector",
 ]
