@@ -27,7 +27,7 @@ def write_changelog(path: str, records: int, files: int, partitions: int, seed: 
     from kspark.hashing import kafka_partition
     from kspark.io import files as file_topic
     from kspark.serdes import String
-    from kspark.state.changelog import ChangelogCodec
+    from kspark.state.internals.changelog import ChangelogCodec
     from kspark.windows import Window, Windowed
 
     codec = ChangelogCodec("window", String(), None, DAY)
@@ -96,7 +96,7 @@ def main() -> None:
     from kspark.serdes import String
     from kspark.spark import StreamsApp
     from kspark.spark.session import local_spark
-    from kspark.state.changelog import changelog_topic
+    from kspark.state.internals.changelog import changelog_topic
 
     root = tempfile.mkdtemp(prefix="kspark-restore-bench-")
     try:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kspark.records import Change, KeyValue, Record, RecordMetadata, ValueAndTimestamp
     from kspark.spark import StreamsApp
     from kspark.state.builders import StoreBuilder, Stores
-    from kspark.state.changelog import changelog_topic
+    from kspark.state.internals.changelog import changelog_topic
     from kspark.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
     from kspark.topology import Topology, TopologyDescription
     from kspark.windows import (
@@ -80,7 +80,7 @@ _EXPORTS: dict[str, str] = {
     "ValueAndTimestamp": "kspark.records",
     "StoreBuilder": "kspark.state.builders",
     "Stores": "kspark.state.builders",
-    "changelog_topic": "kspark.state.changelog",
+    "changelog_topic": "kspark.state.internals.changelog",
     "TestInputTopic": "kspark.testing",
     "TestOutputTopic": "kspark.testing",
     "TestRecord": "kspark.testing",

@@ -102,7 +102,7 @@ class _Sessions:
     def __init__(self, topology: Any) -> None:
         from kspark.examples.sessions import COUNTS_STORE
         from kspark.serdes import SessionWindowed, String
-        from kspark.state.changelog import ChangelogCodec
+        from kspark.state.internals.changelog import ChangelogCodec
 
         self.output = SessionWindowed(String())
         self.changelog = ChangelogCodec.for_builder(topology.store_builders[COUNTS_STORE])
@@ -185,7 +185,7 @@ def run_demo(
     from kspark.kafka import KAFKA_VERSION, EmbeddedBroker, TopicSpec, ensure_topics
     from kspark.spark import StreamsApp
     from kspark.spark.session import local_spark
-    from kspark.state.changelog import changelog_topic
+    from kspark.state.internals.changelog import changelog_topic
 
     console = console or Console()
     users = users or max(200, records // 200)

@@ -248,7 +248,7 @@ def topology_topics(
     and the dead-letter topic, repartition topics (``cleanup.policy=delete``) and the
     changelogs of logged stores (compacted, one partition per task), with the partition
     counts of ``plan``."""
-    from kspark.state.changelog import changelog_topic, changelog_topic_config
+    from kspark.state.internals.changelog import changelog_topic, changelog_topic_config
 
     written = [(t, OUTPUT) for t in topology.external_sink_topics()]
     if dead_letter_topic:

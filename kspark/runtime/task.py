@@ -1,7 +1,7 @@
 """A Task: one partition of one sub-topology, driven record by record or a batch at a time.
 
 The test driver and the Spark runtime run this same class; they differ only in where store
-buckets come from (a :class:`~kspark.state.base.BucketLoader`) and in who drives the clocks.
+buckets come from (a :class:`~kspark.state.BucketLoader`) and in who drives the clocks.
 Forwarding (:mod:`kspark.runtime.forwarding`), punctuation (:mod:`kspark.runtime.punctuator`)
 and the batch path's view (:mod:`kspark.runtime.batch_view`) have modules of their own.
 """
@@ -37,7 +37,7 @@ from kspark.runtime.serialized import (
     output_count,
     output_records,
 )
-from kspark.state.base import BucketLoader, StoreBase
+from kspark.state.internals.base import BucketLoader, StoreBase
 from kspark.topology.topology import ProcessorNode, SinkNode, SourceNode, SubTopology, Topology
 
 __all__ = [

@@ -17,7 +17,7 @@ from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
 from kspark.spark.internals.failures import as_kspark_error, kspark_errors
-from kspark.state.changelog import changelog_topic
+from kspark.state.internals.changelog import changelog_topic
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 

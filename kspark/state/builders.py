@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kspark._duration import Duration, to_ms
-from kspark.state._common import check_name
-from kspark.state.base import DEFAULT_BUCKETS, StoreBase
+from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
+from kspark.state.internals.common import check_name
 from kspark.state.key_value import InMemoryKeyValueStore
 from kspark.state.session import InMemorySessionStore
 from kspark.state.window import InMemoryWindowStore

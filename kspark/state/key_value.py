@@ -8,8 +8,8 @@ from typing import Any
 from sortedcontainers import SortedDict
 
 from kspark.records import KeyValue, ValueAndTimestamp
-from kspark.state._common import check_name, merge_sorted, order_error
-from kspark.state.base import DEFAULT_BUCKETS, StoreBase
+from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
+from kspark.state.internals.common import check_name, merge_sorted, order_error
 
 
 def _by_key(item: tuple[Any, Any]) -> Any:

@@ -15,8 +15,8 @@ from typing import Any
 
 from kspark.errors import InvalidStateStoreError
 from kspark.records import KeyValue
-from kspark.state._common import order_error
-from kspark.state.base import StoreBase
+from kspark.state.internals.base import StoreBase
+from kspark.state.internals.common import order_error
 
 #: the stores of every task, as of the latest committed state (may reload on each call)
 StoreSource = Callable[[], list[StoreBase]]

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kspark.records import KeyValue, ValueAndTimestamp
-from kspark.state._common import merge_sorted
-from kspark.state.base import DEFAULT_BUCKETS
-from kspark.state.segments import EXPIRED, SegmentedStore
+from kspark.state.internals.base import DEFAULT_BUCKETS
+from kspark.state.internals.common import merge_sorted
+from kspark.state.internals.segments import EXPIRED, SegmentedStore
 from kspark.windows import Window, Windowed
 
 _INF = math.inf

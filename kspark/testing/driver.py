@@ -20,8 +20,8 @@ from kspark.records import Headers, KeyValue, to_headers
 from kspark.runtime.metrics import Metrics
 from kspark.runtime.task import OutputRecord, SourceRecord, Task
 from kspark.serdes import Serde, as_serde
-from kspark.state.base import StoreBase
-from kspark.state.changelog import ChangelogCodec, changelog_topic
+from kspark.state.internals.base import StoreBase
+from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.topology.topology import Topology
 
 
@@ -117,7 +117,7 @@ class TopologyTestDriver:
 
     def _output_queue(self, topic: str) -> deque[OutputRecord]:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
-        (:class:`~kspark.state.changelog.ChangelogCodec`) when its topic is read."""
+        (:class:`~kspark.state.internals.changelog.ChangelogCodec`) when its topic is read."""
         queue = self._outputs.setdefault(topic, deque())
         for store, entries in self.changelogs.items():
             done = self._changelog_read.get(store, 0)

@@ -174,7 +174,7 @@ class Topology:
         topology (give its location in ``StreamsApp(topics=...)``); the named processors may
         read the store and writing it raises. The store keeps no changelog of its own: its
         builder's logging and caching are turned off."""
-        from kspark.state.changelog import (
+        from kspark.state.internals.changelog import (
             ChangelogCodec,
             ChangelogKeySerde,
             ChangelogValueSerde,

@@ -13,7 +13,7 @@ from kafka_util import BASE_MS, consume, create, produce
 
 from kspark import Materialized, Stores, StreamsBuilder, Topology, io, serdes
 from kspark.spark import StreamsApp
-from kspark.state.changelog import changelog_topic
+from kspark.state.internals.changelog import changelog_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 STORE = "latest"

@@ -41,7 +41,7 @@ from kspark import (
 from kspark.hashing import kafka_partition
 from kspark.kafka.admin import matching_topics
 from kspark.spark import StreamsApp
-from kspark.state.changelog import changelog_topic
+from kspark.state.internals.changelog import changelog_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 DAY = 86_400_000

@@ -15,7 +15,7 @@ from kafka_util import create, produce
 from kspark import Materialized, Stores, StreamsBuilder, TimeWindows, Topology, io, serdes
 from kspark.kafka.admin import matching_topics
 from kspark.spark import StreamsApp
-from kspark.state.changelog import changelog_topic
+from kspark.state.internals.changelog import changelog_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 DAY = 86_400_000

@@ -17,7 +17,7 @@ from kspark import (
     TopologyTestDriver,
     serdes,
 )
-from kspark.state.changelog import ChangelogCodec, changelog_topic
+from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 
 DAY = 86_400_000
 EVENTS = "events"

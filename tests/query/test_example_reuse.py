@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kspark import TopologyTestDriver, serdes
-from kspark.state.changelog import ChangelogCodec
+from kspark.state.internals.changelog import ChangelogCodec
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "reuse_window_store")
 

@@ -27,7 +27,7 @@ from kspark import (
     Windowed,
     serdes,
 )
-from kspark.state.changelog import ChangelogCodec, changelog_topic
+from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.state.views import read_only_view
 
 TOPIC = changelog_topic("app-a", COUNTS)

@@ -12,7 +12,7 @@ from query_topologies import COUNTS, DAY, EVENTS, counter_topology, events, read
 
 from kspark import io, serdes
 from kspark.spark import StreamsApp
-from kspark.state.changelog import changelog_topic
+from kspark.state.internals.changelog import changelog_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 A_TOPIC = changelog_topic("app-a", COUNTS)

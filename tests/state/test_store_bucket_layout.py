@@ -12,8 +12,8 @@ from sortedcontainers import SortedDict
 
 from kspark.hashing import stable_hash
 from kspark.state import DictBucketLoader, InMemorySessionStore, InMemoryWindowStore, NullContext
-from kspark.state import base as state_base
-from kspark.state.segments import SubEntries
+from kspark.state.internals import base as state_base
+from kspark.state.internals.segments import SubEntries
 from kspark.windows import Window, Windowed
 
 subs = st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), max_size=30)

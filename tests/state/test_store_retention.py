@@ -6,7 +6,7 @@ from state_models import segments_held
 
 from kspark.records import KeyValue
 from kspark.state import DictBucketLoader, InMemorySessionStore, InMemoryWindowStore, NullContext
-from kspark.state.segments import min_live_segment, segment_id, segment_interval_ms
+from kspark.state.internals.segments import min_live_segment, segment_id, segment_interval_ms
 from kspark.windows import Window, Windowed
 
 

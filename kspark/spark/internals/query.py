@@ -21,8 +21,8 @@ import threading
 from typing import Any
 
 from kspark.errors import InvalidStateStoreError, StreamsError
-from kspark.state.base import StoreBase
 from kspark.state.builders import StoreBuilder
+from kspark.state.internals.base import StoreBase
 from kspark.state.views import ReadOnlyStoreView, read_only_view
 
 APP_INFO = "app.json"
@@ -34,7 +34,7 @@ INFO_FORMAT = 2  # 2: state keys are task grouping values (see "tasks")
 def app_info(app: Any) -> dict[str, Any]:
     """What a query needs to know about ``app`` (a StreamsApp): its id, the state bucket count
     and, per store, its kind, builder parameters and the Spark state operator holding it."""
-    from kspark.state.changelog import changelog_topic
+    from kspark.state.internals.changelog import changelog_topic
 
     topology = app.topology
     stages = app.plan.stages

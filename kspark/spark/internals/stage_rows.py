@@ -30,7 +30,7 @@ from kspark.spark.internals.wire import (
     records_of,
     unpack_records,
 )
-from kspark.state.changelog import ChangelogCodec
+from kspark.state.internals.changelog import ChangelogCodec
 
 
 def stage_batch(

@@ -2,7 +2,7 @@
 changelog topic (docs/semantics.md §7, seed 004).
 
 The changelog topic is an ordinary source of the topology whose serdes decode changelog records
-into store entries (:class:`~kspark.state.changelog.ChangelogCodec`); its records go to a
+into store entries (:class:`~kspark.state.internals.changelog.ChangelogCodec`); its records go to a
 :class:`ChangelogRestorer`, which applies them to the store with ``store.restore`` (bypassing the
 store's read-only flag, and writing no changelog of its own). Every other processor connected
 to the store reads it; a write raises ``InvalidStateStoreError``.

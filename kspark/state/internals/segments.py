@@ -22,8 +22,8 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
-from kspark.state._common import check_name, order_error
-from kspark.state.base import DEFAULT_BUCKETS, StoreBase
+from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
+from kspark.state.internals.common import check_name, order_error
 
 
 class SubEntries(dict):

@@ -1,4 +1,4 @@
-"""An in-memory :class:`~kspark.state.base.BucketLoader` and writer.
+"""An in-memory :class:`~kspark.state.internals.base.BucketLoader` and writer.
 
 It keeps every bucket pickled, as the Spark runtime keeps them in Spark state, so what a store
 reads back is a copy, never the object it wrote. Tests use it; it is also the reference for the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from kspark.state.base import StoreBase
+from kspark.state.internals.base import StoreBase
 
 
 class DictBucketLoader:
