@@ -80,6 +80,7 @@ SETTINGS = {s.name: s for s in (
     Setting("state.buckets", "state_buckets", lambda n, v: _whole(n, v, 1)),
     Setting("window.close.on.idle.ms", "close_on_idle_ms", _optional(_whole)),
     Setting("state.changelog.dir", "changelog_dir", _optional(_text)),
+    Setting("task.timeout.ms", "task_timeout_ms", _whole),
     Setting("spark.kspark.partitions", None, lambda n, v: _whole(n, v, 1)),
     Setting("spark.kspark.tick.ms", None, lambda n, v: _whole(n, v, 1)),
     Setting("spark.kspark.files.read.in.stage", None, _choice("auto", "true", "false")),
@@ -105,6 +106,9 @@ class StreamsConfig:
     #: without Kafka: a directory where each logged store's changelog topic is kept as files
     #: (``<dir>/<application.id>-<store>-changelog``), unless ``topics`` places it elsewhere
     changelog_dir: str | None = None
+    #: how long a source waits for an unreachable Kafka cluster before the app stops (Kafka
+    #: Streams' ``task.timeout.ms``: 5 minutes)
+    task_timeout_ms: int = 300_000
     #: ``spark.*`` and ``kafka.*`` settings (kspark's ``spark.kspark.*`` ones checked)
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -109,8 +109,9 @@ def broker_classpath() -> str:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, ask for SIGTERM when the parent process dies, so
-    that a killed test run or demo leaves no broker behind."""
+    """In the child, before exec: on Linux, ask for SIGTERM when the parent dies, so that a
+    killed test run or demo leaves no broker behind. (Linux sends it when the *thread* that
+    started the broker ends: start a broker from a thread that outlives it.)"""
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kspark.kafka.admin import (
     AuthenticationWatch,
+    KafkaUnreachableError,
     TopicError,
     client_config,
     matching_topics,
@@ -25,6 +26,8 @@ from kspark.kafka.admin import (
 
 log = logging.getLogger("kspark.kafka")
 
+#: seconds without a record after which a range's reader starts a new consumer
+RENEW_AFTER_S = 10.0
 #: in per-partition starting offsets: the earliest / the latest offset (as in Spark and Kafka)
 EARLIEST = -2
 LATEST = -1
@@ -158,10 +161,13 @@ class OffsetLookup:
             try:
                 out[(tp.topic, tp.partition)] = int(future.result().offset)
             except Exception as exc:
-                raise TopicError(
-                    f"cannot list offsets of Kafka topic {tp.topic!r} partition "
-                    f"{tp.partition} on {self.bootstrap_servers}: {exc}"
-                ) from exc
+                where = (f"Kafka topic {tp.topic!r} partition {tp.partition} on "
+                         f"{self.bootstrap_servers}")
+                if _unavailable(exc):  # a cluster starting or electing leaders: try again
+                    raise KafkaUnreachableError(
+                        f"Kafka at {self.bootstrap_servers} cannot serve offsets of {where} "
+                        f"yet: {exc}") from None
+                raise TopicError(f"cannot list offsets of {where}: {exc}") from exc
         return out
 
     def earliest(self, tps: list[TP]) -> dict[TP, int]:
@@ -201,7 +207,7 @@ def read_range(
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         position = rng.start
-        last_progress = time.monotonic()
+        last_progress = renewed = time.monotonic()
         while position < rng.end:
             out = []
             for m in _poll(consumer, batch_size, 0.5):
@@ -245,6 +251,12 @@ def read_range(
                 continue
             if position < rng.end:
                 watch.check()  # a refused login: at once, not after the stall timeout
+            if time.monotonic() - max(last_progress, renewed) > RENEW_AFTER_S:
+                # a client that lost its broker (restarted, moved) can stay stuck: a new one
+                consumer.close()
+                consumer = Consumer(watch.watching(settings))
+                consumer.assign([TopicPartition(rng.topic, rng.partition, position)])
+                renewed = time.monotonic()
             if time.monotonic() - last_progress > stall_timeout:
                 raise TopicError(
                     f"{where}: no record at or after offset {position} within {stall_timeout} s "
@@ -291,3 +303,18 @@ def read_to_end(
         first = max(low[tp], (start or {}).get(tp[1], low[tp]))
         for chunk in read_range(bootstrap_servers, OffsetRange(*tp, first, high[tp]), config):
             yield from chunk
+
+
+#: error codes of a partition whose leader is not (yet) known: the cluster is still starting
+_UNAVAILABLE = frozenset(("_NOENT", "LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER",
+                          "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "_TRANSPORT",
+                          "_ALL_BROKERS_DOWN", "_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS"))
+
+
+def _unavailable(exc: Exception) -> bool:
+    """Whether a Kafka error says the cluster cannot serve the request for now (retriable, or
+    a partition without a known leader yet)."""
+    from confluent_kafka import KafkaError
+
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and (error.retriable() or error.name() in _UNAVAILABLE)

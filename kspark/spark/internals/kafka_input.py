@@ -10,12 +10,16 @@ from typing import Any
 from kspark.io.kafka import KafkaTopic
 from kspark.kafka.admin import matching_topics, partition_counts
 from kspark.spark.internals.kafka_connector import connector_reader, uses_connector
-from kspark.spark.internals.kafka_source import kafka_input_frame
+from kspark.spark.internals.kafka_source import TIMEOUT_OPTION, kafka_input_frame
 
 
-def kafka_source_frame(spark: Any, location: KafkaTopic, topic: str) -> Any:
-    """The records of ``location`` with every row named ``topic`` (the topology's name)."""
+def kafka_source_frame(spark: Any, location: KafkaTopic, topic: str,
+                       timeout_ms: int | None = None) -> Any:
+    """The records of ``location`` with every row named ``topic`` (the topology's name);
+    kspark's source waits up to ``timeout_ms`` for an unreachable cluster."""
     options = location.source_options(topic)
+    if timeout_ms is not None:
+        options[TIMEOUT_OPTION] = str(timeout_ms)
     if uses_connector(spark, location.source):
         counts = None  # the connector needs every partition in JSON starting offsets
         if isinstance(location.starting_offsets, dict):

@@ -20,6 +20,7 @@ Offsets (kept in Spark's checkpoint) are ``{"topic": {"partition": next offset}}
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any, cast
@@ -37,6 +38,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kspark.kafka.admin import KafkaAuthenticationError, KafkaUnreachableError
 from kspark.kafka.reader import (
     EARLIEST,
     LATEST,
@@ -49,7 +51,11 @@ from kspark.kafka.reader import (
     report_data_loss,
 )
 
+log = logging.getLogger("kspark.kafka")
+
 SKIPPED = "@skipped"
+#: the option carrying ``task.timeout.ms`` (how long planning waits for the cluster)
+TIMEOUT_OPTION = "kspark.task.timeout.ms"
 IDLE_POLL_S = 0.1
 
 KAFKA_SCHEMA = StructType(
@@ -139,6 +145,8 @@ class KafkaStreamReader(DataSourceStreamReader):
             for k, v in options.items()
             if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"
         }
+        #: how long planning waits for an unreachable cluster (``task.timeout.ms``)
+        self.timeout_s = int(lowered.get(TIMEOUT_OPTION, "0")) / 1000
         self._lookup: OffsetLookup | None = None
         self._reported: dict[str, Any] | None = None
         self._idle_since: float | None = None
@@ -154,10 +162,32 @@ class KafkaStreamReader(DataSourceStreamReader):
         return f"pattern {self.pattern!r}" if self.pattern else f"topics {self.topics}"
 
     def _bounds(self) -> tuple[list[TP], dict[TP, int], dict[TP, int]]:
-        """Partitions now subscribed, with their earliest and end offsets."""
-        tps = self.lookup.topic_partitions(self.topics or None, self.pattern)
-        low = self.lookup.earliest(tps)
-        return tps, low, self.lookup.latest(tps)
+        """Partitions now subscribed, with their earliest and end offsets; while the cluster
+        cannot be reached, tried again every second for up to :attr:`timeout_s`."""
+        waited_since: float | None = None
+        while True:
+            try:
+                tps = self.lookup.topic_partitions(self.topics or None, self.pattern)
+                bounds = tps, self.lookup.earliest(tps), self.lookup.latest(tps)
+            except KafkaAuthenticationError:
+                raise
+            except KafkaUnreachableError as exc:
+                now = time.monotonic()
+                if waited_since is None:
+                    waited_since = now
+                    log.warning("%s; reading %s waits up to %.0f s for it (task.timeout.ms)",
+                                exc, self._where(), self.timeout_s)
+                if now - waited_since >= self.timeout_s:
+                    raise KafkaUnreachableError(
+                        f"{exc}; the source of {self._where()} waited {now - waited_since:.0f} s "
+                        f"(task.timeout.ms = {self.timeout_s * 1000:.0f})") from None
+                self._lookup = None  # fresh clients once it is back
+                time.sleep(1.0)
+                continue
+            if waited_since is not None:
+                log.warning("Kafka at %s reachable again after %.1f s", self.bootstrap,
+                            time.monotonic() - waited_since)
+            return bounds
 
     def initialOffset(self) -> dict:
         tps, low, high = self._bounds()

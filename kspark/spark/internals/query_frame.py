@@ -39,7 +39,7 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
     from kspark.spark.internals.wire import pack_stream
 
     if isinstance(spec, KafkaTopic):
-        frame = kafka_source_frame(spark, spec, topic)
+        frame = kafka_source_frame(spark, spec, topic, config.task_timeout_ms)
     elif isinstance(spec, DataFrame) and spec.isStreaming:
         frame = kafka_input_frame(spec)  # a streaming DataFrame of Kafka's columns
     else:
