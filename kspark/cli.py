@@ -170,8 +170,10 @@ def demo(
     console.print(f"log of Spark: {log_path}; of the broker: {broker_log}", highlight=False)
 
 
+from kspark.cli_run import run  # noqa: E402
 from kspark.cli_store import store_app  # noqa: E402
 
+app.command()(run)
 app.add_typer(store_app, name="store")
 
 

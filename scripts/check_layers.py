@@ -28,7 +28,7 @@ LAYERS: dict[str, int] = {
     "kafka": 8,
     "io": 9,
     "spark": 10,
-    "demo": 11, "cli_store": 11, "cli": 12,
+    "demo": 11, "cli_store": 11, "cli_run": 11, "cli": 12,
 }
 
 

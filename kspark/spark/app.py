@@ -145,6 +145,11 @@ class StreamsApp:
         return self._spark
 
     @property
+    def master(self) -> str:
+        """The Spark master of the session this app starts when given none."""
+        return self._master
+
+    @property
     def task_count(self) -> int:
         """Tasks per sub-topology (:attr:`ExecutionPlan.tasks`)."""
         return self.plan.tasks
@@ -308,8 +313,17 @@ class StreamsApp:
         the latest committed state of this app's query, running or stopped; it follows new
         commits. Unknown names raise ``InvalidStateStoreError`` listing the stores."""
         from kspark.spark.internals.query import app_info, store_view
+        from kspark.spark.internals.results import with_frames
 
-        return store_view(self.spark, self.checkpoint_dir, name, app_info(self))
+        view = store_view(self.spark, self.checkpoint_dir, name, app_info(self))
+        return with_frames(self.spark, view)  # and .to_frame(): its contents as a DataFrame
+
+    def output(self, topic: str) -> Any:
+        """The typed records written so far to sink topic ``topic`` as a Spark DataFrame (file,
+        memory, table and Kafka sinks; docs/api.md "Results in Spark")."""
+        from kspark.spark.internals.results import output_frame
+
+        return output_frame(self, topic)
 
     def metrics(self) -> dict[str, int]:
         """Counters since this app object started (dropped records, processed records, ...)."""

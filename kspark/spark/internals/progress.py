@@ -38,3 +38,23 @@ def _caught_up(source: dict[str, Any]) -> bool:
 def _parse_time(text: str) -> float:
     """Milliseconds of a streaming progress timestamp (``2026-11-21T12:00:00.000Z``)."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def source_lag(progress: dict[str, Any]) -> int | None:
+    """How far the sources are behind after a micro-batch: records (Kafka: latest minus end
+    offsets per partition) or files (file sources), summed; ``None`` if no source says."""
+    total, known = 0, False
+    for source in progress.get("sources", []):
+        latest, end = (json.loads(o) if isinstance(o, str) else o
+                       for o in (source.get("latestOffset"), source.get("endOffset")))
+        if not isinstance(latest, dict) or not isinstance(end, dict):
+            continue
+        for name, value in latest.items():
+            done = end.get(name)
+            if isinstance(value, dict) and isinstance(done, dict):  # {topic: {partition: n}}
+                total += sum(max(0, int(n) - int(done.get(p) or n)) for p, n in value.items())
+                known = True
+            elif isinstance(value, int) and isinstance(done, int):  # {"files": n}
+                total += max(0, value - done)
+                known = True
+    return total if known else None
