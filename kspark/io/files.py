@@ -15,8 +15,9 @@ from typing import Any
 
 from kspark.errors import BadInputError
 from kspark.hashing import kafka_partition
-from kspark.io.location import TopicLocation
+from kspark.io.location import AppView, TopicLocation
 from kspark.io.schema import SINK_SCHEMA, sink_rows
+from kspark.io.typed import TIMESTAMP_MS, TypedLayout, layout_for
 
 FORMATS = ("jsonl", "parquet", "kspark")
 OFFSET_STRIDE = 1 << 32
@@ -31,7 +32,10 @@ class FileTopic(TopicLocation):
     the timestamp and the whole row as JSON (or ``value_field`` alone) as the value; "kspark"
     reads files that kspark's own sinks wrote. ``partitions`` spreads records over partitions
     by key with Kafka's default partitioner. As a sink: writes each batch's records to
-    ``batch-<id>.<ext>`` with key, value, timestamp and partition.
+    ``batch-<id>.<ext>``, decoded with the topic's serdes into typed columns
+    (:mod:`kspark.io.typed`; ``key_schema``/``value_schema`` type ``Json`` data), or with
+    ``typed=False``, format "kspark", and for topics no sink node writes (changelogs, dead
+    letters), raw: key and value bytes, timestamp and partition.
     """
 
     path: str
@@ -41,9 +45,13 @@ class FileTopic(TopicLocation):
     timestamp_field: str = "timestamp"
     partitions: int = 1
     max_files_per_trigger: int | None = None
+    typed: bool = True
+    key_schema: Any = None
+    value_schema: Any = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._layout: TypedLayout | None = None
         if self.format not in FORMATS:
             raise ValueError(
                 f"file topic {self.path!r}: format must be one of {FORMATS}, got {self.format!r}"
@@ -72,6 +80,12 @@ class FileTopic(TopicLocation):
         return opts
 
     # -- sink ----------------------------------------------------------------------------------
+    def prepare(self, app: AppView, topic: str) -> None:
+        """Find the typed layout of a sink topic (none: raw records)."""
+        self._layout = None
+        if self.typed and self.format != "kspark":
+            self._layout = layout_for(app, topic, self.key_schema, self.value_schema)
+
     def write_batch(
         self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
     ) -> None:
@@ -96,11 +110,25 @@ class FileTopic(TopicLocation):
 
     def write_table(self, batch_id: int, table: Any) -> None:
         """:meth:`write_batch` of an Arrow table with columns key, value, timestamp and
-        partition (a Parquet topic writes it as it is)."""
-        if self.format != "parquet":
+        partition (a Parquet topic writes it as it is; a typed one its typed columns)."""
+        if self._layout is not None:
+            if table.num_rows:
+                self._write_typed(batch_id, self._layout.decode(table))
+        elif self.format != "parquet":
             self.write_batch(batch_id, sink_rows(table))
         elif table.num_rows:
             self._write_parquet(batch_id, table.cast(SINK_SCHEMA))
+
+    def _write_typed(self, batch_id: int, table: Any) -> None:
+        if self.format == "parquet":
+            self._write_parquet(batch_id, table)
+            return
+        os.makedirs(self.path, exist_ok=True)
+        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            for row in json_rows(table):
+                f.write(json.dumps(row, default=_json_value) + "\n")
+        os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.jsonl"))
 
     def _write_parquet(self, batch_id: int, table: Any) -> None:
         import pyarrow.parquet as pq
@@ -111,7 +139,8 @@ class FileTopic(TopicLocation):
         os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.parquet"))
 
     def read_records(self) -> list[dict[str, Any]]:
-        """Everything kspark's sink wrote here, in batch order (for tests and tools)."""
+        """Everything kspark's sink wrote here, in batch order (for tests and tools): typed rows
+        as written, raw ones with key and value bytes."""
         out: list[dict[str, Any]] = []
         if not os.path.isdir(self.path):
             return out
@@ -123,8 +152,33 @@ class FileTopic(TopicLocation):
                 out.extend(pq.read_table(full).to_pylist())
             else:
                 with open(full, encoding="utf-8") as f:
-                    out.extend(_from_text(json.loads(line)) for line in f if line.strip())
+                    rows = [json.loads(line) for line in f if line.strip()]
+                out.extend(r if TIMESTAMP_MS in r else _from_text(r) for r in rows)
         return out
+
+
+def json_rows(table: Any) -> list[dict[str, Any]]:
+    """The rows of a typed table for JSON lines: timestamps as ISO-8601 text in UTC with
+    milliseconds (``1970-01-01T00:00:01.000Z``, which Spark reads as a timestamp), bytes as
+    base64 text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type) and column.type.unit == "ms":
+            column = pc.strftime(column, format="%Y-%m-%dT%H:%M:%SZ")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names).to_pylist()
+
+
+def _json_value(value: Any) -> Any:
+    """JSON of the values ``json`` does not know: dates and times, bytes, decimals."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    return str(value)
 
 
 def _text(name: str, data: bytes | None) -> dict[str, Any]:

@@ -120,6 +120,5 @@ def test_an_unwritable_checkpoint_stops_naming_it_and_a_restart_resumes(spark, a
         second.process_all_available()
     finally:
         second.stop()
-    got = sorted((r["key"].decode(), r["value"].decode())
-                 for r in io.files(out_dir).read_records())
+    got = sorted((r["key"], r["value"]) for r in io.files(out_dir).read_records())  # typed
     assert got == [("a", "1"), ("b", "2")]  # batch 1 written once, batch 0 not again

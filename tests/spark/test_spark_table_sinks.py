@@ -1,0 +1,122 @@
+"""A Parquet table sink and a function sink get each micro-batch once across a kill and a
+restart: the app runs in a process of its own, is killed at a random moment after its first
+batches and restarted from its checkpoint; neither sink holds a duplicated row."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from table_sink_process import TABLE, app
+from typed_util import PARTITIONS, clicks, driver_sessions, spark_sessions
+
+from kspark import serdes
+from kspark.io.memory import MemoryTopic
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+HERE = os.path.dirname(__file__)
+
+
+def _pages(path: str) -> tuple[list[int], list[tuple]]:
+    batches, rows = [], []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                call = json.loads(line)
+                batches.append(call["batch"])
+                rows += [(k, s, e, json.dumps(json.loads(v)), t) for k, s, e, v, t in call["rows"]]
+    return batches, sorted(rows, key=repr)
+
+
+def test_table_and_function_sinks_get_each_batch_once_across_a_kill(spark, app_dir):
+    records = clicks(400, seed=3)
+    expected = driver_sessions(records)
+    input_dir, work = os.path.join(app_dir, "in"), os.path.join(app_dir, "work")
+    source = MemoryTopic(serdes.String(), serdes.Json(), partitions=PARTITIONS, path=input_dir)
+    source.send_all(records, per_file=40)  # 10 micro-batches
+    os.makedirs(work)
+    pages_log = os.path.join(work, "pages.jsonl")
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "table_sink_process.py"),
+                             input_dir, work], cwd=app_dir, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and len(_pages(pages_log)[0]) < 2:
+        time.sleep(0.2)
+    time.sleep(random.Random(9).uniform(0.0, 1.5))
+    assert proc.poll() is None, "the first run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    before, _ = _pages(pages_log)
+    assert 2 <= len(before) < 10
+
+    spark.sql(f"DROP TABLE IF EXISTS {TABLE}")  # this session's catalog has not seen it
+    resumed = app(input_dir, work, spark=spark).start()
+    try:
+        resumed.process_all_available()
+        counts = spark_sessions(resumed.output("session-counts"))
+    finally:
+        resumed.stop()
+        spark.sql(f"DROP TABLE IF EXISTS {TABLE}")
+    assert counts == expected["session-counts"]  # no row twice, none lost
+    batches, pages = _pages(pages_log)
+    assert len(batches) == len(set(batches)), batches  # each batch handed over once
+    assert pages == expected["session-pages"]
+
+
+def _counts_topology():
+    from kspark import StreamsBuilder
+
+    builder = StreamsBuilder()
+    stream = builder.stream("in", serdes.String(), serdes.Long())
+    for topic in ("table", "fn"):
+        stream.to(topic, serdes.String(), serdes.Long())
+    return builder.build()
+
+
+def test_a_replayed_batch_is_skipped_by_both_sinks(spark, app_dir):
+    """Spark replays a batch whose commit it did not record: a batch a sink noted is skipped; a
+    table append that happened but was not noted (the process died in between) is found by
+    its new files and not made again; one that did not happen is made."""
+    import pyarrow as pa
+
+    from kspark.io.schema import SINK_SCHEMA
+    from kspark.spark import StreamsApp, foreach_batch, table
+
+    calls = []
+    name = "replayed_counts"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    sinks = {"table": table(name, os.path.join(app_dir, "t")),
+             "fn": foreach_batch(lambda df, batch: calls.append((batch, df.count())))}
+    app = StreamsApp(_counts_topology(), "replays", {"in": MemoryTopic(), **sinks},
+                     spark=spark, checkpoint_dir=os.path.join(app_dir, "ck"))
+    for topic, sink in sinks.items():
+        sink.prepare(app, topic)
+    raw = pa.table([[b"a", b"b"], [serdes.Long().serialize(1), None], [5, 6], [0, 0]],
+                   schema=SINK_SCHEMA)
+
+    def rows():
+        return sinks["table"].frame().count()
+
+    try:
+        for sink in sinks.values():
+            sink.write_table(0, raw)
+            sink.write_table(0, raw)  # replayed after it was noted
+        assert rows() == 2 and calls == [(0, 2)]
+        marker = sinks["table"]._marker
+        marker.write({"batch": 0, "pending": 1, "files": sorted(sinks["table"].table_files())})
+        sinks["table"].frame().write.insertInto(name)  # appended, then the process died
+        sinks["table"].write_table(1, raw)
+        assert rows() == 4 and marker.read() == {"batch": 1}
+        marker.write({"batch": 1, "pending": 2, "files": sorted(sinks["table"].table_files())})
+        sinks["table"].write_table(2, raw)  # died before appending: appended now
+        assert rows() == 6
+        typed = sinks["table"].frame().where("key = 'b'").select("value", "timestamp_ms")
+        assert {tuple(r) for r in typed.collect()} == {(None, 6)}  # a stream: no is_tombstone
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
