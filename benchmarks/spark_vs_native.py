@@ -128,7 +128,7 @@ def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
 
     work = f"{gen.BENCH}/kspark-cmp"
     shutil.rmtree(work, ignore_errors=True)
-    out = io.files(f"{work}/out", format="parquet")
+    out = io.files(f"{work}/out", format="parquet", typed=False)  # raw, as measured before
     source = io.files(path, format="parquet", key_field="key", timestamp_field="ts",
                       value_field="value", partitions=partitions, max_files_per_trigger=1)
     app = StreamsApp(

@@ -63,8 +63,10 @@ def counter_topology() -> Topology:
 
 
 def counts_store() -> Any:
-    """B's declaration of A's store: the same kind, window size and retention."""
-    return Stores.window_store(STORE, RETENTION, DAY)
+    """B's declaration of A's store: the same kind, window size, retention and serdes."""
+    # the serdes A's count stores with, as in Kafka Streams: the grouping key's and Long
+    return Stores.window_store(STORE, RETENTION, DAY, key_serde=serdes.String(),
+                               value_serde=serdes.Long())
 
 
 class LastSevenDays(Processor):

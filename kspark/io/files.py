@@ -252,6 +252,11 @@ def file_rows(
         if fmt == "kspark":
             row = _from_text(row)
             key, value, ts, part = row["key"], row["value"], row["timestamp"], row["partition"]
+            if not 0 <= int(part) < partitions:
+                raise BadInputError(
+                    f"source file {path} line {line_no + 1}: a record of partition {part}, but "
+                    f"the file topic has {partitions} partition(s): give io.files(..., "
+                    f"partitions=N) with the partitions its writer had")
         elif isinstance(row, _Malformed):
             key, value, ts = None, row.raw, 0
             part = 0

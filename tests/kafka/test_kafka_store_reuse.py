@@ -49,7 +49,8 @@ def test_b_restores_a_store_from_its_kafka_changelog_without_topics_of_its_own(
                    {"events": io.kafka(bootstrap, f"{prefix}events"), a_log: io.kafka(bootstrap)},
                    spark=spark, checkpoint_dir=os.path.join(app_dir, "a"))
     reader = Topology().add_read_only_state_store(
-        Stores.window_store(STORE, 30 * DAY, DAY), a_log
+        Stores.window_store(STORE, 30 * DAY, DAY, key_serde=serdes.String(),
+                            value_serde=serdes.Long()), a_log
     )
     b = StreamsApp(reader, app_b, {a_log: io.kafka(bootstrap)}, spark=spark,
                    checkpoint_dir=os.path.join(app_dir, "b"))

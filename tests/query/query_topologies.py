@@ -68,7 +68,8 @@ def driver_stores(topology: Topology, records: list[tuple[str, dict, int]], conf
 
 def counts_store_builder() -> Any:
     """The builder B declares for A's window store (same kind, size and retention)."""
-    return Stores.window_store(COUNTS, 30 * DAY, DAY)
+    return Stores.window_store(COUNTS, 30 * DAY, DAY, key_serde=serdes.String(),
+                               value_serde=serdes.Long())
 
 
 class WeeklyAnswer(Processor):

@@ -97,10 +97,12 @@ def test_key_value_and_session_stores_restore_too(store):
     topic = changelog_topic("app-a", store)
     b = Topology()
     if builder.kind == "session":
-        b.add_read_only_state_store(Stores.session_store(store, builder.params["retention_ms"]),
-                                    topic)
+        b.add_read_only_state_store(Stores.session_store(
+            store, builder.params["retention_ms"], key_serde=builder.key_serde,
+            value_serde=builder.value_serde), topic)
     else:
-        b.add_read_only_state_store(Stores.key_value_store(store), topic)
+        b.add_read_only_state_store(Stores.key_value_store(
+            store, key_serde=builder.key_serde, value_serde=builder.value_serde), topic)
     with TopologyTestDriver(b) as driver:
         for k, v, ts in encoded_changelog(a, store, changelogs[store]):
             driver.pipe_raw(topic, k, v, ts)

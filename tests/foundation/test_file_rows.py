@@ -1,0 +1,54 @@
+"""Reading file topics row by row (kspark.io.files.file_rows): every row becomes a record or an
+error naming the file, line, field and value; nothing is dropped silently."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kspark import io, serdes
+from kspark.errors import BadInputError
+from kspark.io.files import INVALID_TIMESTAMP, file_rows
+
+
+def _jsonl(path, rows) -> str:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return str(path)
+
+
+def test_a_kspark_file_with_more_partitions_than_the_topic_declares_is_refused(tmp_path):
+    topic = io.memory(serdes.String(), serdes.String(), partitions=2)
+    topic.send_all([(f"k{i}", "v", i) for i in range(20)])
+    data = topic.path
+    name = sorted(os.listdir(data))[0]
+    keys, *_ = file_rows(os.path.join(data, name), "kspark", "key", None, "timestamp", 2)
+    assert len(keys) == 20
+    with pytest.raises(BadInputError, match=r"line \d+: a record of partition 1, but the file "
+                                            r"topic has 1 partition\(s\)"):
+        file_rows(os.path.join(data, name), "kspark", "key", None, "timestamp", 1)
+
+
+@pytest.mark.parametrize("row, problem", [
+    ({"user": "u", "ts": "soon"}, "timestamp field 'ts' is not a whole number: 'soon'"),
+    ({"user": "u"}, "no timestamp field 'ts' (fields: 'user')"),
+    ({"user": "u", "ts": None}, "timestamp field 'ts' is null"),
+    ({"user": "u", "ts": 1.5}, "timestamp field 'ts' is not a whole number: 1.5"),
+    ({"user": "u", "ts": [1]}, "timestamp field 'ts' is not a whole number: [1]"),
+    ([1, 2], "not a JSON object: [1, 2]"),
+])
+def test_a_row_without_a_usable_timestamp_names_file_line_field_and_value(tmp_path, row,
+                                                                           problem):
+    path = _jsonl(tmp_path / "a.jsonl", [{"user": "u", "ts": 1}, row])
+    with pytest.raises(BadInputError) as caught:
+        file_rows(path, "jsonl", "user", None, "ts", 1)
+    assert str(caught.value) == f"source file {path} line 2: {problem}"
+
+
+def test_with_skip_invalid_the_row_becomes_a_record_the_task_skips(tmp_path):
+    path = _jsonl(tmp_path / "a.jsonl", [{"user": "u", "ts": 1}, {"user": "v", "ts": "soon"},
+                                          {"user": "w", "ts": "3"}])
+    keys, values, stamps, _ = file_rows(path, "jsonl", "user", None, "ts", 1, skip_invalid=True)
+    assert keys == [b"u", b"v", b"w"] and stamps == [1, INVALID_TIMESTAMP, 3]
+    assert json.loads(values[1]) == {"user": "v", "ts": "soon"}  # the whole row, for dead letters
