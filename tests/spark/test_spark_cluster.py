@@ -1,5 +1,6 @@
-"""The same app on ``local-cluster[2,1,1024]`` (executor JVMs and Python workers in other
-processes) gives the same output as on the shared ``local[2]`` session."""
+"""The same app on a Spark standalone cluster (a master and two workers started from pyspark's
+own distribution: each its own JVM with its own Python workers) gives the same output as on the
+shared ``local[2]`` session."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 from spark_harness import run_spark
+from standalone import standalone_cluster
 from test_spark_differential import INPUT_SERDES, OUTPUTS, random_input, topology
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -24,11 +26,13 @@ def per_key(records):
     return out
 
 
-def test_local_cluster_output_equals_local_output(spark, app_dir):
+def test_standalone_cluster_output_equals_local_output(spark, app_dir):
     result_path = os.path.join(app_dir, "cluster.json")
-    subprocess.run([sys.executable, os.path.join(HERE, "cluster_run.py"), "4", result_path,
-                    os.path.join(app_dir, "cluster-ck")], cwd=HERE, check=True, timeout=600,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with standalone_cluster(workers=2) as master:
+        run = subprocess.run([sys.executable, os.path.join(HERE, "cluster_run.py"), "4",
+                              result_path, os.path.join(app_dir, "cluster-ck"), master],
+                             cwd=HERE, timeout=600, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
     with open(result_path) as f:
         cluster = json.load(f)
     assert cluster["executors"] == 2
