@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -84,12 +85,15 @@ def _write(path: str, fmt: str, rows: list, name: str) -> None:
     pq.write_table(pa.table(columns), os.path.join(path, f"{name}.parquet"))
 
 
-def _run(spark, app_dir, fmt, defect, config, name, out=None):
-    _, bad, key_serde, value_serde, _, _ = DEFECTS[defect]
+def _run(spark, app_dir, fmt, defects, config, name, out=None):
+    """Batch 0: a good row; batch 1: a good row, one bad row per defect (all of one source
+    topology), a good row and an oversized one."""
+    _, _, key_serde, value_serde, _, _ = DEFECTS[defects[0]]
+    bad = [DEFECTS[d][1] or "{not json" for d in defects]
     src = os.path.join(app_dir, name, "in")
     os.makedirs(src)
-    _write(src, fmt, GOOD[:1], "a-0")  # batch 0: committed before the bad row is read
-    _write(src, fmt, [GOOD[1], "{not json" if bad is None else bad, GOOD[2],
+    _write(src, fmt, GOOD[:1], "a-0")  # batch 0: committed before the bad rows are read
+    _write(src, fmt, [GOOD[1], *bad, GOOD[2],
                       {"user": "big", "page": "x" * 1_500_000, "ts": 5}], "a-1")
     topics = {"in": io.files(src, format=fmt, key_field="user", value_field="page",
                              timestamp_field="ts", max_files_per_trigger=1),
@@ -106,6 +110,11 @@ def _run(spark, app_dir, fmt, defect, config, name, out=None):
 
 
 CASES = [(fmt, defect) for defect, spec in DEFECTS.items() for fmt in spec[0]]
+#: the defects of each format that share a source topology, tried together
+GROUPS = [(fmt, [d for d, spec in DEFECTS.items() if fmt in spec[0] and spec[2:4] == serdes_])
+          for fmt in ("jsonl", "parquet")
+          for serdes_ in dict.fromkeys(tuple(spec[2:4]) for spec in DEFECTS.values())]
+GROUPS = [(fmt, defects) for fmt, defects in GROUPS if defects]
 
 
 @pytest.mark.parametrize("fmt, defect", CASES)
@@ -114,7 +123,7 @@ def test_with_fail_the_query_stops_with_a_kspark_error_naming_where(spark, app_d
     name = f"fail-{fmt}-{defect.replace(' ', '-')}"
     out = io.memory(S, S)
     with pytest.raises(KsparkError) as caught:
-        _run(spark, app_dir, fmt, defect, None, name, out)
+        _run(spark, app_dir, fmt, [defect], None, name, out)
     first = str(caught.value).splitlines()[0]
     assert DEFECTS[defect][4] in first
     assert re.search(r"source file \S+\.(jsonl|parquet) line 2:|topic 'in' partition 0 offset "
@@ -124,23 +133,26 @@ def test_with_fail_the_query_stops_with_a_kspark_error_naming_where(spark, app_d
         assert [k for k, _, _ in out.records()] == ["u0"]
 
 
-@pytest.mark.parametrize("fmt, defect", CASES)
+@pytest.mark.parametrize("fmt, defects", GROUPS,
+                         ids=[f"{fmt}-{'+'.join(d)}" for fmt, d in GROUPS])
 def test_with_log_and_continue_the_row_is_skipped_counted_and_dead_lettered(spark, app_dir,
-                                                                           fmt, defect):
-    name = f"skip-{fmt}-{defect.replace(' ', '-')}"
-    topics, app = _run(spark, app_dir, fmt, defect, LOG, name)
-    reason = DEFECTS[defect][5]
+                                                                           fmt, defects):
+    name = f"skip-{fmt}-{len(defects)}-{defects[0].replace(' ', '-')}"
+    topics, app = _run(spark, app_dir, fmt, defects, LOG, name)
     metrics = app.metrics()
     dead = topics["dead"].records()
     out = topics["out"].records()
-    if DEFECTS[defect][2] is not S:  # every row's key is too short: all are skipped
+    if DEFECTS[defects[0]][2] is not S:  # every row's key is too short: all are skipped
+        reason = DEFECTS[defects[0]][5]
         assert out == [] and metrics[f"dropped-records-{reason}"] == len(dead) >= 4
         return
-    assert metrics[f"dropped-records-{reason}"] == 1 and metrics["dropped-records-total"] == 1
-    assert len(dead) == 1
+    reasons = Counter(DEFECTS[d][5] for d in defects)
+    for reason, count in reasons.items():
+        assert metrics[f"dropped-records-{reason}"] == count
+    assert metrics["dropped-records-total"] == len(defects) == len(dead)
     assert sorted(k for k, _, _ in out) == ["big", "u0", "u1", "u2"]
     big = next(v for k, v, _ in out if k == "big")
     assert len(big) == 1_500_000  # the oversized record went through whole
-    _, raw, _ = dead[0]
-    assert raw is not None and (b"/bad" in raw or b"soon" in raw or b"not json" in raw
-                                or b'"ts": null' in raw or b"/x" in raw)
+    for _, raw, _ in dead:  # each bad row as it was read
+        assert raw is not None and (b"/bad" in raw or b"soon" in raw or b"not json" in raw
+                                    or b'"ts": null' in raw or b"/x" in raw)
