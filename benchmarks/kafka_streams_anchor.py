@@ -20,17 +20,14 @@ committed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from kspark.maven import cache_dir, file_lock
+from kspark.maven import BuildError, build_jar
 
 SOURCES = Path(__file__).resolve().parent / "kafka-streams-anchor"
 JAR_NAME = "kspark-kafka-streams-anchor.jar"
@@ -49,46 +46,13 @@ class AnchorError(RuntimeError):
     """The Kafka Streams application could not be built, or failed while it ran."""
 
 
-def _source_files() -> list[Path]:
-    return [SOURCES / "pom.xml", *sorted(p for p in (SOURCES / "src").rglob("*") if p.is_file())]
-
-
-def source_hash() -> str:
-    digest = hashlib.sha256()
-    for path in _source_files():
-        digest.update(str(path.relative_to(SOURCES)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
 def jar_path() -> Path:
     """The application's jar, built with ``mvn`` on first use and cached."""
-    target = cache_dir() / "kafka-streams-anchor" / source_hash()
-    jar = target / JAR_NAME
-    if jar.is_file():
-        return jar
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(target.parent / f".{target.name}.lock"):
-        if jar.is_file():  # another process built it meanwhile
-            return jar
-        mvn = shutil.which("mvn")
-        if mvn is None or shutil.which("java") is None:
-            raise AnchorError("building the Kafka Streams application needs mvn and Java 17")
-        target.mkdir(parents=True, exist_ok=True)
-        print(f"building the Kafka Streams application (once; cached in {target})", flush=True)
-        with tempfile.TemporaryDirectory(prefix="build-", dir=target) as build:
-            shutil.copy2(SOURCES / "pom.xml", Path(build) / "pom.xml")
-            shutil.copytree(SOURCES / "src", Path(build) / "src")
-            proc = subprocess.run([mvn, "-q", "-B", "package"], cwd=build, capture_output=True,
-                                  text=True, check=False)
-            built = Path(build) / "target" / JAR_NAME
-            if proc.returncode != 0 or not built.is_file():
-                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
-                raise AnchorError(f"mvn -q -B package of {SOURCES} failed "
-                                  f"(exit {proc.returncode}):\n{tail}")
-            partial = target / (JAR_NAME + ".part")
-            shutil.copy2(built, partial)
-            os.replace(partial, jar)  # the jar appears complete or not at all
-        return jar
+    try:
+        return build_jar(SOURCES, JAR_NAME, "kafka-streams-anchor",
+                         announce="building the Kafka Streams application (once; cached)")
+    except BuildError as exc:
+        raise AnchorError(str(exc)) from exc
 
 
 class KafkaStreamsApp:

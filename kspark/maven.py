@@ -188,3 +188,48 @@ def _fetch_with_maven(mvn: str, coordinates: list[str], target: Path) -> None:
             "mvn",
             cwd=work,
         )
+
+
+class BuildError(KsparkError):
+    """A Maven project of the repository could not be built (no Maven or Java, or a failure)."""
+
+
+def build_jar(sources: Path, jar_name: str, cache_name: str,
+              announce: str | None = None) -> Path:
+    """The jar ``jar_name`` that ``mvn -q -B package`` of the Maven project in ``sources``
+    (``pom.xml`` and ``src/``) builds, built on first use in a copy of the project (a build
+    never writes into the checkout) and cached in ``<cache>/<cache_name>/<hash of the
+    sources>/``. A lock serialises builds across processes; the jar appears complete or not at
+    all. ``announce`` is printed before a build."""
+    files = [sources / "pom.xml", *sorted(p for p in (sources / "src").rglob("*") if p.is_file())]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(sources)).encode() + b"\0" + path.read_bytes() + b"\0")
+    target = cache_dir() / cache_name / digest.hexdigest()[:16]
+    jar = target / jar_name
+    if jar.is_file():
+        return jar
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(target.parent / f".{target.name}.lock"):
+        if jar.is_file():  # another process built it meanwhile
+            return jar
+        mvn = shutil.which("mvn")
+        if mvn is None or shutil.which("java") is None:
+            raise BuildError(f"building {sources} needs Maven (mvn) and Java 17 on PATH")
+        target.mkdir(parents=True, exist_ok=True)
+        if announce:
+            print(announce, flush=True)
+        with tempfile.TemporaryDirectory(prefix="build-", dir=target) as build:
+            shutil.copy2(sources / "pom.xml", Path(build) / "pom.xml")
+            shutil.copytree(sources / "src", Path(build) / "src")
+            proc = subprocess.run([mvn, "-q", "-B", "package"], cwd=build, capture_output=True,
+                                  text=True, check=False)
+            built = Path(build) / "target" / jar_name
+            if proc.returncode != 0 or not built.is_file():
+                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+                raise BuildError(f"mvn -q -B package of {sources} failed "
+                                 f"(exit {proc.returncode}):\n{tail}")
+            partial = target / (jar_name + ".part")
+            shutil.copy2(built, partial)
+            os.replace(partial, jar)
+        return jar

@@ -23,19 +23,14 @@ line out) and sends it case after case; :func:`run_single` starts a JVM per call
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kspark.maven import file_lock
+from kspark.maven import BuildError, build_jar
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "oracle"
@@ -52,69 +47,12 @@ class OracleCaseError(RuntimeError):
     """The oracle refused or failed a case; the message is the oracle's."""
 
 
-def cache_root() -> Path:
-    explicit = os.environ.get("KSPARK_CACHE_DIR")
-    if explicit:
-        return Path(explicit) / "oracle"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kspark" / "oracle"
-
-
-def _source_files() -> list[Path]:
-    files = [SOURCES / "pom.xml"]
-    files += sorted(p for p in (SOURCES / "src").rglob("*") if p.is_file())
-    return files
-
-
-def source_hash() -> str:
-    """A digest of the oracle's build inputs (pom.xml and src/)."""
-    digest = hashlib.sha256()
-    for path in _source_files():
-        digest.update(str(path.relative_to(SOURCES)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-#: seconds the last build in this process took (None: the jar was cached)
-last_build_seconds: float | None = None
-
-
 def jar_path() -> Path:
     """The oracle jar, built on first use (see the module's documentation)."""
-    global last_build_seconds
-    target = cache_root() / source_hash()
-    jar = target / JAR_NAME
-    if jar.is_file():
-        return jar
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(target.parent / f".{target.name}.lock"):
-        if jar.is_file():  # another process built it meanwhile
-            return jar
-        mvn = shutil.which("mvn")
-        if mvn is None or shutil.which("java") is None:
-            raise OracleBuildError(
-                "building the Kafka Streams oracle needs Maven (mvn) and Java 17 on PATH"
-            )
-        target.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="build-", dir=target) as build:
-            shutil.copy2(SOURCES / "pom.xml", Path(build) / "pom.xml")
-            shutil.copytree(SOURCES / "src", Path(build) / "src")
-            proc = subprocess.run(
-                [mvn, "-q", "-B", "package"], cwd=build, capture_output=True, text=True
-            )
-            built = Path(build) / "target" / JAR_NAME
-            if proc.returncode != 0 or not built.is_file():
-                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
-                raise OracleBuildError(
-                    f"mvn -q -B package of {SOURCES} failed (exit {proc.returncode}):\n{tail}"
-                )
-            partial = target / (JAR_NAME + ".part")
-            shutil.copy2(built, partial)
-            os.replace(partial, jar)  # the jar appears complete or not at all
-        last_build_seconds = time.monotonic() - started
-        (target / "build-seconds.txt").write_text(f"{last_build_seconds:.1f}\n")
-        return jar
+    try:
+        return build_jar(SOURCES, JAR_NAME, "oracle")
+    except BuildError as exc:
+        raise OracleBuildError(str(exc)) from exc
 
 
 def _command(jar: Path, *args: str) -> list[str]:
