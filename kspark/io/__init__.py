@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.io.files import FileTopic
+from kspark.io.frame import FrameTopic
 from kspark.io.kafka import KafkaTopic
 from kspark.io.memory import MemoryTopic
 
@@ -12,6 +13,12 @@ from kspark.io.memory import MemoryTopic
 def files(path: str, format: str = "jsonl", **options: Any) -> FileTopic:
     """A directory of JSON-lines or Parquet files (source or sink); see :class:`FileTopic`."""
     return FileTopic(path, format=format, **options)
+
+
+def frame(df: Any, *, key: str | None, timestamp: str, value: str | None = None,
+          partitions: int = 1, order_by: str | None = None) -> FrameTopic:
+    """A streaming DataFrame as a source topic, its columns named; see :class:`FrameTopic`."""
+    return FrameTopic(df, key, value, timestamp, partitions, order_by)
 
 
 def memory(
@@ -52,4 +59,5 @@ def kafka(
     )
 
 
-__all__ = ["FileTopic", "KafkaTopic", "MemoryTopic", "files", "kafka", "memory"]
+__all__ = ["FileTopic", "FrameTopic", "KafkaTopic", "MemoryTopic", "files", "frame", "kafka",
+           "memory"]

@@ -9,6 +9,7 @@ from typing import Any
 
 from kspark.config import StreamsConfig
 from kspark.io.files import FileTopic
+from kspark.io.frame import FrameTopic
 from kspark.io.kafka import KafkaTopic
 from kspark.spark.internals.kafka_input import kafka_source_frame
 from kspark.spark.internals.kafka_source import kafka_input_frame
@@ -38,6 +39,12 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
 
     from kspark.spark.internals.wire import pack_stream
 
+    if isinstance(spec, FrameTopic):
+        from kspark.config import LOG_AND_CONTINUE
+        from kspark.spark.internals.frame_source import frame_source_frame
+
+        return frame_source_frame(spec, topic,
+                                  config.deserialization_handler == LOG_AND_CONTINUE)
     if isinstance(spec, KafkaTopic):
         frame = kafka_source_frame(spark, spec, topic, config.task_timeout_ms)
     elif isinstance(spec, DataFrame) and spec.isStreaming:
