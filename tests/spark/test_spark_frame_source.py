@@ -116,6 +116,7 @@ def test_a_row_whose_timestamp_cannot_make_a_record_names_column_and_row(spark, 
               "out": io.memory(serdes.String(), serdes.Json())}, "frame-bad")
     first = str(caught.value).splitlines()[0]
     assert "io.frame topic 'clicks', row " in first and "timestamp column 'ts'" in first
+    assert "of micro-batch 0" in first  # the row's batch
     out = io.memory(serdes.String(), serdes.Json())
     app = _run(spark, app_dir, topo.build(),
                {"clicks": io.frame(frame, key="user", timestamp="ts"), "out": out},

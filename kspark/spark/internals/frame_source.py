@@ -57,6 +57,8 @@ class _Encoder:
 
         context = TaskContext.get()
         part = context.partitionId() if context is not None else 0
+        batch_id = context.getLocalProperty("streaming.sql.batchId") if context else None
+        batch_name = "this micro-batch" if batch_id is None else f"micro-batch {batch_id}"
         position = itertools.count()
         for batch in batches:
             arrived = int(time.time() * 1000)
@@ -64,7 +66,7 @@ class _Encoder:
             columns: dict[str, list[Any]] = {n: [] for n in INPUT_ARROW.names}
             for i, row in enumerate(rows):
                 where = (f"io.frame topic {self.topic!r}, row {next(position)} of Spark "
-                         f"partition {part} of this micro-batch")
+                         f"partition {part} of {batch_name}")
                 key, stamp, problem = self._key(row), self._stamp(row["t"]), None
                 if isinstance(key, str):
                     problem, key = f"key column {self.names['k']!r}: {key}", None
