@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``processor_state`` keys (persisted with the task across restarts).
 from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
     WindowedAggregateBase,
