@@ -338,6 +338,11 @@ def _kspark_latency(args: argparse.Namespace, bootstrap: str, spark: Any,
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
     print(f"kspark: {len(batches)} micro-batches, median "
           f"{statistics.median(durations) if durations else 0:.2f} s")
+    if batches:  # where a micro-batch's time goes (Spark's own phases), medians in ms
+        phases = sorted({k for p in batches for k in p["durationMs"]})
+        print("kspark: median ms per phase: " + ", ".join(
+            f"{k} {statistics.median(p['durationMs'].get(k, 0) for p in batches):.0f}"
+            for k in phases))
     return result
 
 

@@ -174,7 +174,7 @@ def _last_batch(writer: Any) -> int:
     from kspark.kafka import TopicError
 
     try:
-        return int(writer.last_marker()["batch"])
+        return int(writer.app_marker()["batch"])
     except TopicError:  # the marker topic is created when the app starts
         return -1
 

@@ -31,6 +31,12 @@ class Serde:
     #: to the partition of its inner key, as Kafka Streams' ``WindowedStreamPartitioner`` sends it
     partition_suffix_bytes = 0
 
+    @property
+    def pure(self) -> bool:
+        """Whether equal bytes always deserialize to equal values, with no side effect (then a
+        batch's column is decoded once per distinct byte string)."""
+        return False
+
     def serialize(self, value: Any) -> bytes | None:
         if value is None:
             return None
@@ -80,6 +86,10 @@ class Serde:
 class String(Serde):
     name = "String"
 
+    @property
+    def pure(self) -> bool:
+        return type(self) is String  # a subclass may deserialize otherwise
+
     def _serialize(self, value: Any) -> bytes:
         if not isinstance(value, str):
             raise TypeError("expected str")
@@ -93,6 +103,10 @@ class Long(Serde):
     """64-bit signed big-endian integer, as Kafka's ``LongSerde``."""
 
     name = "Long"
+
+    @property
+    def pure(self) -> bool:
+        return type(self) is Long  # a subclass may deserialize otherwise
 
     def _serialize(self, value: Any) -> bytes:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -115,6 +129,10 @@ class Long(Serde):
 class Double(Serde):
     name = "Double"
 
+    @property
+    def pure(self) -> bool:
+        return type(self) is Double  # a subclass may deserialize otherwise
+
     def _serialize(self, value: Any) -> bytes:
         return struct.pack(">d", float(value))
 
@@ -129,6 +147,10 @@ class Double(Serde):
 class Bytes(Serde):
     name = "Bytes"
 
+    @property
+    def pure(self) -> bool:
+        return type(self) is Bytes  # a subclass may deserialize otherwise
+
     def _serialize(self, value: Any) -> bytes:
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise TypeError("expected bytes")
@@ -142,6 +164,10 @@ class Json(Serde):
     """UTF-8 JSON; any JSON-encodable value."""
 
     name = "Json"
+
+    @property
+    def pure(self) -> bool:
+        return type(self) is Json  # a subclass may deserialize otherwise
 
     def _serialize(self, value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), sort_keys=False).encode("utf-8")

@@ -10,16 +10,19 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.errors import BadInputError
 from kspark.hashing import kafka_partition
-from kspark.io.location import AppView, TopicLocation
+from kspark.io.location import AppView, PartitionWriter, TopicLocation
 from kspark.io.schema import SINK_SCHEMA, sink_rows
 from kspark.io.typed import TIMESTAMP_MS, TypedLayout, layout_for
 
 FORMATS = ("jsonl", "parquet", "kspark")
+#: where executors write a sink's files until the driver publishes their batch
+STAGING = "_staging"
 OFFSET_STRIDE = 1 << 32
 
 
@@ -86,57 +89,50 @@ class FileTopic(TopicLocation):
         if self.typed and self.format != "kspark":
             self._layout = layout_for(app, topic, self.key_schema, self.value_schema)
 
+    def partition_writer(self) -> PartitionWriter | None:
+        """The executors write each partition of a batch to its own file, published at once by
+        the driver when all are written (see :class:`FilePartitionWriter`)."""
+        return FilePartitionWriter(self)
+
     def write_batch(
         self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
     ) -> None:
-        """Write one micro-batch's ``(key, value, timestamp, partition)`` records, replacing
-        the file of the same batch if a replay wrote it before."""
-        if not records:
-            return
-        if self.format == "parquet":
+        """Write ``(key, value, timestamp, partition)`` records as the file of batch
+        ``batch_id``, replacing the file of the same batch if a replay wrote it before."""
+        if records:
             import pyarrow as pa
 
             columns = [list(c) for c in zip(*records)]
-            self._write_parquet(batch_id, pa.table(columns, schema=SINK_SCHEMA))
-            return
-        os.makedirs(self.path, exist_ok=True)
-        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            for key, value, ts, part in records:
-                row = {**_text("key", key), **_text("value", value), "timestamp": ts,
-                       "partition": part}
-                f.write(json.dumps(row) + "\n")
-        os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.jsonl"))
+            self.write_file(self.path, batch_stem(batch_id), pa.table(columns, schema=SINK_SCHEMA))
 
-    def write_table(self, batch_id: int, table: Any) -> None:
-        """:meth:`write_batch` of an Arrow table with columns key, value, timestamp and
-        partition (a Parquet topic writes it as it is; a typed one its typed columns)."""
+    def write_file(self, directory: str, stem: str, table: Any) -> None:
+        """Write an Arrow table of records (key, value, timestamp, partition) to file
+        ``<directory>/<stem>.<ext>`` at once (a temporary file renamed): as it is for Parquet,
+        its typed columns for a typed topic, else raw JSON lines."""
+        if not table.num_rows:
+            return
         if self._layout is not None:
-            if table.num_rows:
-                self._write_typed(batch_id, self._layout.decode(table))
-        elif self.format != "parquet":
-            self.write_batch(batch_id, sink_rows(table))
-        elif table.num_rows:
-            self._write_parquet(batch_id, table.cast(SINK_SCHEMA))
+            table = self._layout.decode(table)
+        elif self.format == "parquet":
+            table = table.cast(SINK_SCHEMA)
+        os.makedirs(directory, exist_ok=True)
+        ext = "parquet" if self.format == "parquet" else "jsonl"
+        tmp = os.path.join(directory, f".{stem}.{ext}.tmp")
+        if ext == "parquet":
+            import pyarrow.parquet as pq
 
-    def _write_typed(self, batch_id: int, table: Any) -> None:
-        if self.format == "parquet":
-            self._write_parquet(batch_id, table)
-            return
-        os.makedirs(self.path, exist_ok=True)
-        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            for row in json_rows(table):
-                f.write(json.dumps(row, default=_json_value) + "\n")
-        os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.jsonl"))
-
-    def _write_parquet(self, batch_id: int, table: Any) -> None:
-        import pyarrow.parquet as pq
-
-        os.makedirs(self.path, exist_ok=True)
-        tmp = os.path.join(self.path, f".batch-{batch_id:012d}.parquet.tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, os.path.join(self.path, f"batch-{batch_id:012d}.parquet"))
+            pq.write_table(table, tmp)
+        else:
+            with open(tmp, "w", encoding="utf-8") as f:
+                if self._layout is not None:
+                    for row in json_rows(table):
+                        f.write(json.dumps(row, default=_json_value) + "\n")
+                else:
+                    for key, value, ts, part in sink_rows(table):
+                        row = {**_text("key", key), **_text("value", value), "timestamp": ts,
+                               "partition": part}
+                        f.write(json.dumps(row) + "\n")
+        os.replace(tmp, os.path.join(directory, f"{stem}.{ext}"))
 
     def read_records(self) -> list[dict[str, Any]]:
         """Everything kspark's sink wrote here, in batch order (for tests and tools): typed rows
@@ -198,6 +194,43 @@ def _from_text(row: dict[str, Any]) -> dict[str, Any]:
         elif out.get(name) is not None:
             out[name] = out[name].encode("utf-8")
     return out
+
+
+def batch_stem(batch_id: int, partition: int | None = None) -> str:
+    """A sink file's name without extension: ``batch-<id>``, or ``batch-<id>-<partition>`` for
+    one Spark partition's records of the batch (names sort in batch, then partition order)."""
+    stem = f"batch-{batch_id:012d}"
+    return stem if partition is None else f"{stem}-{partition:05d}"
+
+
+class FilePartitionWriter(PartitionWriter):
+    """Writes a file topic's records from the executors: each Spark partition of a batch to
+    ``_staging/batch-<id>-<partition>.<ext>`` under the topic's directory (a replay overwrites
+    it), and the driver publishes the batch's files into the directory in name order, so that
+    readers see files appear only at the end of the listing."""
+
+    def __init__(self, topic: FileTopic) -> None:
+        self.topic = topic
+
+    @property
+    def staging(self) -> str:
+        return os.path.join(self.topic.path, STAGING)
+
+    def write(self, batch_id: int, run: str, partition: int, tables: Mapping[str, Any]
+              ) -> dict[str, int]:
+        count = 0
+        for table in tables.values():
+            self.topic.write_file(self.staging, batch_stem(batch_id, partition), table)
+            count += table.num_rows
+        return {"sink.records.written": count}
+
+    def publish(self, batch_id: int, run: str) -> None:
+        if not os.path.isdir(self.staging):
+            return
+        prefix = batch_stem(batch_id) + "-"
+        for name in sorted(os.listdir(self.staging)):
+            if name.startswith(prefix):
+                os.replace(os.path.join(self.staging, name), os.path.join(self.topic.path, name))
 
 
 def list_data_files(path: str) -> list[str]:

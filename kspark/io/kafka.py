@@ -17,9 +17,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from kspark.errors import StreamsError
+from kspark.io.kafka_writer import KafkaPartitionWriter
 from kspark.io.location import AppView, TopicLocation
-from kspark.io.schema import sink_rows
 from kspark.kafka.admin import (
     MARKER,
     TopicError,
@@ -29,23 +28,27 @@ from kspark.kafka.admin import (
     partition_counts,
     topology_topics,
 )
-from kspark.kafka.sink import TransactionalWriter, marker_topic
+from kspark.kafka.sink import fence, marker_topic
 
 #: how a source topic may be read: kspark's source, Spark's connector, or the faster one here
 SOURCES = ("auto", "kspark", "spark")
 
-#: per application object: its transactional writer for each Kafka cluster it writes to
-_writers: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], TransactionalWriter]] = (
+#: per application object: its partition writer for each Kafka cluster it writes to
+_writers: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], KafkaPartitionWriter]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def writer_for(app: Any, bootstrap_servers: str, config: dict[str, Any]) -> TransactionalWriter:
-    """The one transactional writer of ``app`` for a cluster (shared by all its topics there)."""
+def writer_for(app: AppView, bootstrap_servers: str, config: dict[str, Any]
+               ) -> KafkaPartitionWriter:
+    """The one partition writer of ``app`` for a cluster (shared by all its topics there). Made
+    at ``app.start()``: it first takes over the transactional ids of the app's writers, fencing
+    any earlier instance of the application."""
     writers = _writers.setdefault(app, {})
     key = (bootstrap_servers, json.dumps(config, sort_keys=True, default=str))
     if key not in writers:
-        writers[key] = TransactionalWriter(bootstrap_servers, app.application_id, config)
+        fence(bootstrap_servers, app.application_id, app.spark_partitions, config)
+        writers[key] = KafkaPartitionWriter(bootstrap_servers, app.application_id, config)
     return writers[key]
 
 
@@ -93,7 +96,7 @@ class KafkaTopic(TopicLocation):
         self._name: str | None = None
         self._resolved: int | None = None
         self._app: Any = None
-        self._writer: TransactionalWriter | None = None
+        self._writer: KafkaPartitionWriter | None = None
 
     # -- naming ----------------------------------------------------------------------------------
     def kafka_topics(self, name: str | None = None) -> list[str]:
@@ -154,7 +157,7 @@ class KafkaTopic(TopicLocation):
         )
         self._resolved = spec.partitions
         self._writer = writer_for(app, self.bootstrap_servers, self.config)
-        self._writer.open()  # fences an earlier instance of the application now
+        self._writer.names[topic] = target
 
     def _check_source(self, app: AppView) -> int:
         if self.pattern is not None:
@@ -195,31 +198,9 @@ class KafkaTopic(TopicLocation):
             opts[f"kafka.{key}"] = str(value)
         return opts
 
-    def write_table(self, batch_id: int, table: Any) -> None:
-        """Stage one micro-batch's records (key, value, timestamp, partition) in the transaction
-        of the application's writer for this cluster; :meth:`commit_batch` commits it."""
-        if self._writer is None:
-            raise StreamsError(
-                f"Kafka topic {self._name or self.topic!r}: written before prepare() (the "
-                "StreamsApp prepares its topics at start)"
-            )
-        if table.num_rows:
-            self._writer.stage(self.kafka_topics()[0], sink_rows(table))
-
-    @property
-    def transaction(self) -> TransactionalWriter | None:
-        """The writer whose transactions hold what this topic is sent (None for a source)."""
+    def partition_writer(self) -> KafkaPartitionWriter | None:
+        """The executors' writer of the app's topics on this cluster (``None`` for a source)."""
         return self._writer
-
-    def commit_batch(self, batch_id: int, run: str) -> None:
-        """Commit the batch's transaction on this cluster (once for all its topics)."""
-        if self._writer is not None:
-            self._writer.commit(run, batch_id)
-
-    def close(self) -> None:
-        """Release the writer's producer (``StreamsApp.stop`` calls it)."""
-        if self._writer is not None:
-            self._writer.close()
 
 
 __all__ = ["KafkaTopic"]

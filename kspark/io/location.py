@@ -5,6 +5,7 @@ of the application that uses it."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
@@ -24,8 +25,30 @@ class AppView(Protocol):
         """Stages, tasks and every topic's partition count."""
 
     @property
+    def spark_partitions(self) -> int:
+        """Spark partitions of each stage: the query's last stage writes that many partitions
+        of each batch."""
+
+    @property
     def query(self) -> Any:
         """The running Spark query (``None`` before ``start()`` has made it)."""
+
+
+class PartitionWriter(ABC):
+    """Writes a micro-batch's records of some topics from the Spark tasks that computed them,
+    each task its own partition of the batch, once (it is pickled to the executors). Topics
+    that share a writer object are written together: one Kafka transaction per task."""
+
+    @abstractmethod
+    def write(self, batch_id: int, run: str, partition: int, tables: Mapping[str, Any]
+              ) -> dict[str, int]:
+        """In an executor: write Spark partition ``partition``'s records of batch ``batch_id``
+        of query run ``run`` (``tables``: topic -> non-empty Arrow table of key, value,
+        timestamp and partition). A replayed partition must not be written twice. Returns
+        counters for the application's metrics."""
+
+    def publish(self, batch_id: int, run: str) -> None:  # noqa: B027 (optional hook)
+        """On the driver, once every partition of batch ``batch_id`` is written."""
 
 
 class TopicLocation(ABC):
@@ -39,11 +62,16 @@ class TopicLocation(ABC):
     def prepare(self, app: AppView, topic: str) -> None:  # noqa: B027 (optional hook)
         """At ``app.start()``, before the query: check or create what the topic needs."""
 
-    @abstractmethod
+    def partition_writer(self) -> PartitionWriter | None:
+        """Where the executors write this sink topic's records (``None``: the driver writes them
+        with :meth:`write_table`). Topics written together return the same object."""
+        return None
+
     def write_table(self, batch_id: int, table: Any) -> None:
-        """Write micro-batch ``batch_id``'s records: an Arrow table with the columns key,
-        value, timestamp and partition (every sink of the app, every batch; maybe empty). A
-        replayed batch must not be written twice."""
+        """On the driver, for a sink without a :meth:`partition_writer`: write micro-batch
+        ``batch_id``'s records, an Arrow table with the columns key, value, timestamp and
+        partition (every batch; maybe empty). A replayed batch must not be written twice."""
+        raise NotImplementedError(f"{type(self).__name__} is written by its partition writer")
 
     def commit_batch(self, batch_id: int, run: str) -> None:  # noqa: B027 (optional hook)
         """After every sink has written batch ``batch_id`` of query run ``run``."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from kspark.hashing import kafka_partition
 from kspark.io.files import FileTopic
+from kspark.io.schema import sink_rows
 from kspark.serdes import Json, Serde, as_serde
 
 
@@ -72,10 +73,12 @@ class MemoryTopic(FileTopic):
         self._pending = []
 
     # -- sink ----------------------------------------------------------------------------------
-    def write_batch(
-        self, batch_id: int, records: list[tuple[bytes | None, bytes | None, int, int]]
-    ) -> None:
-        self.batches[batch_id] = list(records)
+    def partition_writer(self) -> None:
+        """None: the driver keeps the records (:meth:`write_table`)."""
+        return None
+
+    def write_table(self, batch_id: int, table: Any) -> None:
+        self.batches[batch_id] = sink_rows(table)
 
     def raw_records(self) -> list[tuple[bytes | None, bytes | None, int, int]]:
         return [r for b in sorted(self.batches) for r in self.batches[b]]

@@ -6,13 +6,16 @@ together with a marker ``{"run", "batch"}`` in a small compacted topic of the ap
 (``<application id>-kspark-sink-batches``, keyed by the transactional id). Consumers reading
 with ``isolation.level=read_committed`` see a batch whole or not at all.
 
-The transactional id is stable per application and writer (``<application id>-kspark-sink``),
-so a restarted or duplicate instance takes it over: its first call (``init_transactions``)
-aborts whatever transaction the old one left open and fences the old producer, whose next
-commit fails. The new writer then reads the last committed marker: Spark replays a batch whose
-output was committed but not yet recorded in Spark's checkpoint, with the same batch id and the
-same records, and a batch at or below the marker is skipped. ``run`` is the id of the Spark
-query, kept in its checkpoint: a query started on a fresh checkpoint starts a new run.
+On Spark each partition of the query's last stage writes its own records from the task that
+computed them, in its own transactions: the transactional id is stable per application and
+writer (``<application id>-kspark-sink-<partition>``; a writer of no partition has
+``<application id>-kspark-sink``), so a restarted or duplicate instance takes it over: its first
+call (``init_transactions``) aborts whatever transaction the old one left open and fences the old
+producer, whose next commit fails. The new writer then reads its last committed marker: Spark
+replays a batch whose output was committed but not yet recorded in Spark's checkpoint, with the
+same batch id and the same records, and a batch at or below the marker is skipped. ``run`` is
+the id of the Spark query, kept in its checkpoint: a query started on a fresh checkpoint starts
+a new run.
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ def marker_topic(application_id: str) -> str:
     return f"{application_id}-kspark-sink-batches"
 
 
-def transactional_id(application_id: str) -> str:
-    """The transactional id of an application's writer (stable across restarts)."""
-    return f"{application_id}-kspark-sink"
+def transactional_id(application_id: str, partition: int | None = None) -> str:
+    """The transactional id of an application's writer for a Spark partition of its last stage
+    (stable across restarts)."""
+    base = f"{application_id}-kspark-sink"
+    return base if partition is None else f"{base}-{partition}"
 
 
 class TransactionalWriter:
@@ -56,10 +61,11 @@ class TransactionalWriter:
         application_id: str,
         config: dict[str, Any] | None = None,
         timeout: float = 120.0,
+        partition: int | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.application_id = application_id
-        self.transactional_id = transactional_id(application_id)
+        self.transactional_id = transactional_id(application_id, partition)
         self.markers = marker_topic(application_id)
         self.config = dict(config or {})
         self.timeout = timeout
@@ -77,6 +83,16 @@ class TransactionalWriter:
         last committed marker."""
         if self._producer is not None:
             return
+        self.take_over()
+        self._marker = self.last_marker()
+        log.debug(
+            "writer %r took over; last committed batch %s of run %s",
+            self.transactional_id, self._marker["batch"], self._marker["run"],
+        )
+
+    def take_over(self) -> None:
+        """Initialise transactions on the transactional id: an earlier holder's open
+        transaction is aborted and its producer fenced."""
         from confluent_kafka import KafkaException, Producer
 
         producer = Producer(
@@ -100,19 +116,22 @@ class TransactionalWriter:
                 f"transactional id {self.transactional_id!r}: {exc.args[0].str()}"
             ) from exc
         self._producer = producer
-        self._marker = self.last_marker()
-        log.info(
-            "writer %r took over; last committed batch %s of run %s",
-            self.transactional_id, self._marker["batch"], self._marker["run"],
-        )
 
     def last_marker(self) -> dict[str, Any]:
-        """The last committed marker of this writer (``{"run": None, "batch": -1}`` if none)."""
+        """The last committed marker of this writer (``{"run": None, "batch": -1}`` if none),
+        searched from the end of the marker topic backwards."""
+        return last_marker(self.bootstrap_servers, self.markers, self.transactional_id,
+                           self.config)
+
+    def app_marker(self) -> dict[str, Any]:
+        """The marker of the application's last committed batch, over all its writers."""
         found: dict[str, Any] = {"run": None, "batch": -1}
-        key = self.transactional_id.encode()
+        prefix = transactional_id(self.application_id).encode()
         for m in read_to_end(self.bootstrap_servers, self.markers, self.config):
-            if m.key() == key and m.value() is not None:
-                found = json.loads(m.value())
+            if m.key() is not None and m.key().startswith(prefix) and m.value() is not None:
+                marker = json.loads(m.value())
+                if marker["batch"] >= found["batch"]:
+                    found = marker
         return found
 
     def written(self, run: str, batch_id: int) -> bool:
@@ -197,6 +216,12 @@ class TransactionalWriter:
             message += f" (delivery failed: {'; '.join(self._errors)})"
         raise StreamsError(f"{where}: the transaction was aborted: {message}") from exc
 
+    def write(self, run: str, batch_id: int, tables: dict[str, Rows]) -> int:
+        """Stage ``tables`` (topic -> records) and commit them as batch ``batch_id``."""
+        for topic, rows in tables.items():
+            self.stage(topic, rows)
+        return self.commit(run, batch_id)
+
     def close(self) -> None:
         """Release the producer (an open transaction is aborted by the broker or the next
         holder of the transactional id)."""
@@ -204,3 +229,45 @@ class TransactionalWriter:
         if producer is not None:
             producer.flush(self.timeout)
             producer.close()
+
+
+def fence(bootstrap_servers: str, application_id: str, partitions: int,
+          config: dict[str, Any] | None = None) -> None:
+    """Take over the transactional ids of an application's writers for ``partitions`` Spark
+    partitions: the transactions an earlier instance left open are aborted and its producers
+    fenced, before this instance runs a batch."""
+    for partition in range(partitions):
+        writer = TransactionalWriter(bootstrap_servers, application_id, config,
+                                     partition=partition)
+        writer.take_over()
+        writer.close()
+
+
+def last_marker(bootstrap_servers: str, topic: str, writer: str,
+                config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The last committed marker of transactional id ``writer`` in marker topic ``topic``: the
+    topic's last records are read first, further back only while the writer's is not among
+    them (compaction keeps the topic short; a writer writes a marker with each commit)."""
+    from kspark.kafka.reader import OffsetLookup, OffsetRange, read_range
+
+    key = writer.encode()
+    lookup = OffsetLookup(bootstrap_servers, config)
+    try:
+        tps = lookup.topic_partitions([topic])
+        low, high = lookup.earliest(tps), lookup.latest(tps)
+    finally:
+        lookup.close()
+    found: dict[str, Any] = {"run": None, "batch": -1}
+    for tp in tps:
+        end, span = high[tp], 64
+        while end > low[tp]:
+            start = max(low[tp], end - span)
+            hits = [m for chunk in read_range(bootstrap_servers, OffsetRange(*tp, start, end),
+                                              config)
+                    for m in chunk if m.key() == key]
+            if hits:
+                if hits[-1].value() is not None:
+                    found = json.loads(hits[-1].value())
+                break
+            end, span = start, span * 4
+    return found

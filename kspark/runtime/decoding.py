@@ -6,14 +6,24 @@ from typing import Any
 
 import numpy as np
 
-from kspark import serdes as _serdes
 from kspark.errors import SerializationError
 from kspark.runtime.serialized import Encoded
+from kspark.windows import Window, Windowed
 
 #: serdes whose ``deserialize`` is a pure function of the bytes: decoded once per distinct value
-_PURE_SERDES = (_serdes.String, _serdes.Long, _serdes.Double, _serdes.Bytes, _serdes.Json)
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 _FLAT_CONTAINERS = (dict, list)
+
+
+def _frozen(value: Any) -> bool:
+    """Whether ``value`` cannot change: an immutable built-in, or a window, windowed key or
+    tuple of such."""
+    kind = type(value)
+    if kind in _IMMUTABLE or kind is Window:
+        return True
+    if kind is Windowed:
+        return _frozen(value.key)
+    return kind is tuple and all(_frozen(v) for v in value)
 
 
 def _is_flat(value: Any) -> bool:
@@ -72,7 +82,7 @@ def decode_column(raw: Any, serde: Any, *, dedupe: bool, encoded: Encoded | None
     ``encoded`` (the same column as codes, see :data:`Encoded`) gives the same result faster."""
     import pandas as pd
 
-    if type(serde) not in _PURE_SERDES:
+    if not serde.pure:
         return None
     if encoded is None:
         codes, uniq = pd.factorize(np.asarray(raw, dtype=object), use_na_sentinel=True)
@@ -85,13 +95,13 @@ def decode_column(raw: Any, serde: Any, *, dedupe: bool, encoded: Encoded | None
         uniq = raw_uniques[first]
     try:
         decoded = [serde.deserialize(u) for u in uniq]
-    except SerializationError:
+    except (SerializationError, ValueError):
         return None
     codes = codes.astype(np.int64, copy=False)
     nulls = [i for i, d in enumerate(decoded) if d is None]
     if nulls:
         codes = np.where(np.isin(codes, nulls), -1, codes)
-    immutable = all(type(d) in _IMMUTABLE for d in decoded)
+    immutable = all(_frozen(d) for d in decoded)
     flat = not immutable and all(_is_flat(d) for d in decoded)
     if dedupe:
         try:

@@ -236,9 +236,18 @@ class StreamsApp:
         return self
 
     def _on_batch(self, frame: Any, batch_id: int) -> None:
-        from kspark.spark.internals.batch_output import write_batch
+        from kspark.spark.internals.batch_output import (
+            partition_writers,
+            write_batch,
+            write_in_tasks,
+        )
+        from kspark.spark.internals.wire import ROW_DDL
 
-        metrics = write_batch(frame.toArrow(), batch_id, self._sink_locations(), self._run_id)
+        sinks, run = self._sink_locations(), self._run_id()
+        writers = partition_writers(sinks)
+        if writers:  # the executors write these sinks; the driver gets the rest
+            frame = frame.mapInArrow(write_in_tasks(writers, batch_id, run), ROW_DDL)
+        metrics = write_batch(frame.toArrow(), batch_id, sinks, writers, run)
         with self._lock:
             self._metrics.merge(metrics.counters)
             self._batches += 1

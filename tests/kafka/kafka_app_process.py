@@ -10,7 +10,8 @@ the first batch at or after N that writes anything is held open, its records sen
 ``--hold-file`` exists (it prints "holding batch N"). With ``--die-after-batch`` the process
 kills itself (SIGKILL, with its Spark) right after the Kafka transaction of the first batch at or
 after N that writes anything is committed, before Spark records the batch as done in its
-checkpoint (it prints "dying after batch N"). If the app fails, it prints
+checkpoint (it prints "dying after batch N"). The transactions run in Spark's Python workers:
+these hooks are installed there (worker_hooks/sitecustomize.py). If the app fails, it prints
 "failed: " and the first line of the error, and exits with status 1.
 """
 
@@ -20,9 +21,7 @@ import argparse
 import json
 import os
 import re
-import signal
 import sys
-import time
 
 
 def sessions_app(bootstrap: str, prefix: str, checkpoint: str, per_trigger: int | None = None,
@@ -44,44 +43,13 @@ def sessions_app(bootstrap: str, prefix: str, checkpoint: str, per_trigger: int 
                       checkpoint_dir=checkpoint)
 
 
-def hold_transactions(from_batch: int, release_file: str) -> None:
-    """Hold the first transaction at or after batch ``from_batch`` open, with its records and
-    marker sent to the broker, until ``release_file`` exists (an instance stalled mid-commit)."""
-    from kspark.kafka.sink import TransactionalWriter
-
-    produce = TransactionalWriter._produce
-    held = []
-
-    def holding(self, topic, rows):
-        count = produce(self, topic, rows)
-        if topic == self.markers and not held:
-            batch = json.loads(rows[0][1])["batch"]
-            if batch >= from_batch:
-                held.append(batch)
-                self._producer.flush(30)
-                print(f"holding batch {batch}", flush=True)
-                while not os.path.exists(release_file):
-                    time.sleep(0.05)
-        return count
-
-    TransactionalWriter._produce = holding
-
-
-def die_after_commit(from_batch: int) -> None:
-    """SIGKILL this process group right after the first Kafka commit of a batch at or after
-    ``from_batch`` (the moment between Kafka's commit and Spark's)."""
-    from kspark.kafka.sink import TransactionalWriter
-
-    commit = TransactionalWriter.commit
-
-    def committing(self, run, batch_id):
-        count = commit(self, run, batch_id)
-        if count and batch_id >= from_batch:
-            print(f"dying after batch {batch_id}", flush=True)
-            os.killpg(os.getpgid(0), signal.SIGKILL)
-        return count
-
-    TransactionalWriter.commit = committing
+def worker_hooks(**hooks) -> None:
+    """Install the test hooks of worker_hooks/sitecustomize.py in the Spark this process starts
+    (its Python workers run the sink's transactions)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_hooks")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    os.environ["KSPARK_TEST_HOOKS"] = json.dumps({**hooks, "stdout": os.getpid()})
 
 
 def error_line(exc: BaseException) -> str:
@@ -103,10 +71,9 @@ def main() -> None:
     parser.add_argument("--hold-file")
     parser.add_argument("--die-after-batch", type=int)
     args = parser.parse_args()
-    if args.hold_batch is not None:
-        hold_transactions(args.hold_batch, args.hold_file)
-    if args.die_after_batch is not None:
-        die_after_commit(args.die_after_batch)
+    if args.hold_batch is not None or args.die_after_batch is not None:
+        worker_hooks(hold_batch=args.hold_batch, hold_file=args.hold_file,
+                     die_after_batch=args.die_after_batch)
     app = sessions_app(args.bootstrap, args.prefix, args.checkpoint, args.per_trigger)
     try:
         app.start()

@@ -76,7 +76,7 @@ def test_killed_and_restarted_app_loses_and_duplicates_nothing(spark, app_dir, b
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         try:
-            if markers.last_marker()["batch"] >= 0:
+            if markers.app_marker()["batch"] >= 0:
                 break
         except TopicError:
             pass  # the marker topic is created at start

@@ -1,6 +1,10 @@
-"""Runs the differential topology on a Spark master (default ``local-cluster[2,1,1024]``: two
-executor JVMs, Python workers in other processes) and writes its outputs as JSON. Usage:
-cluster_run.py SEED OUT_JSON CHECKPOINT_DIR [MASTER]."""
+"""Runs kspark apps on a Spark master (default ``local-cluster[2,1,1024]``: two executor JVMs,
+Python workers in other processes) and writes what they gave as JSON. Usage:
+cluster_run.py SEED OUT_JSON CHECKPOINT_DIR [MASTER [BOOTSTRAP PREFIX]].
+
+It runs the differential topology on file topics; with BOOTSTRAP and PREFIX, also the main job,
+the sessions app from Kafka to Kafka (topics PREFIX + name, see kafka_app_process.py), whose
+output stays on Kafka; the JSON then holds that app's metrics."""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "kafka"))
 
 
 def main() -> None:
@@ -23,10 +29,22 @@ def main() -> None:
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
     actual, _ = run_spark(spark, topology(False), random_input(seed), OUTPUTS, INPUT_SERDES,
                           checkpoint, batches=3, partitions=2, app_id="cluster")
+    result = {"executors": executors,
+              "outputs": {t: [[repr(k), v, ts] for k, v, ts in recs]
+                          for t, recs in actual.items()}}
+    if len(sys.argv) > 6:
+        from kafka_app_process import sessions_app
+
+        app = sessions_app(sys.argv[5], sys.argv[6], os.path.join(checkpoint, "kafka"), 300,
+                           spark=spark)
+        app.start()
+        try:
+            app.process_all_available()
+        finally:
+            app.stop()
+        result["kafka_metrics"] = app.metrics()
     with open(out_path, "w") as f:
-        json.dump({"executors": executors,
-                   "outputs": {t: [[repr(k), v, ts] for k, v, ts in recs]
-                               for t, recs in actual.items()}}, f)
+        json.dump(result, f)
     spark.stop()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pyarrow as pa
 import pytest
@@ -14,6 +15,7 @@ from typed_util import PARTITIONS, clicks, driver_sessions, spark_sessions
 from kspark import Materialized, StreamsBuilder, io, serdes
 from kspark.errors import KsparkError
 from kspark.examples.sessions import topology
+from kspark.io.files import list_data_files
 from kspark.spark import StreamsApp
 
 pytestmark = pytest.mark.spark
@@ -151,8 +153,15 @@ def test_a_struct_schema_types_json_values(spark, app_dir):
     assert dict(frame.dtypes)["value"] == "struct<page:string,ms:bigint>"
     assert sorted((r.key, r.value.page, r.value.ms) for r in frame.collect()) == [
         ("a", "/", 5), ("b", "/x", None)]
-    with open(os.path.join(path, "batch-000000000000.jsonl")) as f:
-        assert json.loads(f.readline())["value"] == {"page": "/", "ms": 5}
+    # one file per Spark partition of the batch that had records, published by the driver
+    files = list_data_files(path)
+    assert files and all(re.fullmatch(r"batch-000000000000-\d{5}\.jsonl", n) for n in files)
+    assert not os.listdir(os.path.join(path, "_staging"))
+    lines = []
+    for name in files:
+        with open(os.path.join(path, name)) as f:
+            lines += [json.loads(line) for line in f]
+    assert {"page": "/", "ms": 5} in [row["value"] for row in lines]
 
 
 def test_a_table_whose_schema_conflicts_stops_start_naming_topic_and_column(spark, app_dir):

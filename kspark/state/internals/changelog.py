@@ -71,6 +71,11 @@ class ChangelogCodec:
             builder.name,
         )
 
+    @property
+    def pure(self) -> bool:
+        """Whether its key and value serdes are (see ``Serde.pure``)."""
+        return bool(self.key_serde.pure and (self.value_serde is None or self.value_serde.pure))
+
     def describe(self) -> str:
         """``store 'name' (window store)``: how errors name the store."""
         return f"store {self.store!r} ({self.kind} store)"
@@ -153,6 +158,10 @@ class ChangelogKeySerde(Serde):
     def __init__(self, codec: ChangelogCodec) -> None:
         self.codec = codec
 
+    @property
+    def pure(self) -> bool:
+        return self.codec.pure
+
     def _serialize(self, value: Any) -> bytes:
         return self.codec.encode_key(value)
 
@@ -167,6 +176,10 @@ class ChangelogValueSerde(Serde):
 
     def __init__(self, codec: ChangelogCodec) -> None:
         self.codec = codec
+
+    @property
+    def pure(self) -> bool:
+        return self.codec.pure
 
     def _serialize(self, value: Any) -> bytes:
         return self.codec.encode_value(value) or b""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.processor.api import Processor, ProcessorContext
+from kspark.processor.batch import BatchProcessor, RecordBatch
 from kspark.records import Record
 
 
@@ -26,8 +27,10 @@ def source_name(store: str) -> str:
     return f"{store}-changelog-source"
 
 
-class ChangelogRestorer(Processor):
-    """Applies decoded changelog records ``(store key, value or None)`` to one store."""
+class ChangelogRestorer(Processor, BatchProcessor):
+    """Applies decoded changelog records ``(store key, value or None)`` to one store: a task's
+    whole batch at once when it can (keys and values decoded once per distinct byte string,
+    one ``store.restore`` call), else record by record."""
 
     def __init__(self, store_name: str) -> None:
         self.store_name = store_name
@@ -50,3 +53,14 @@ class ChangelogRestorer(Processor):
             )
             return
         self.store.restore(((record.key, record.value, record.timestamp),))
+
+    def process_batch(self, batch: RecordBatch) -> int | None:
+        keys, values = batch.keys, batch.values
+        if not keys.immutable or bool((keys.codes < 0).any()):
+            return None  # a record without a key is dropped and counted on the record path
+        uniques, value = keys.uniques, values.value
+        self.store.restore([
+            (uniques[code], value(i), ts)
+            for i, (code, ts) in enumerate(zip(keys.codes.tolist(), batch.timestamps.tolist()))
+        ])
+        return len(batch)
