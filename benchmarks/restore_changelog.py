@@ -61,23 +61,29 @@ def write_changelog(path: str, records: int, files: int, partitions: int, seed: 
 
 def restore_in_process(topology: Any, path: str, topic: str, partitions: int) -> float:
     """Seconds to run the same restore through the task code without Spark (files read and
-    decoded, one batch per partition, buckets pickled as the Spark stage would)."""
+    decoded, one batch of columns per partition as the Spark stage gives it, buckets pickled as
+    the Spark stage would)."""
+    import numpy as np
+
     from kspark.config import StreamsConfig
     from kspark.io.files import file_rows, list_data_files
     from kspark.runtime.batch import DictTaskState, run_task_batch
-    from kspark.runtime.task import SourceRecord
+    from kspark.runtime.serialized import SourceBatch
 
     t0 = time.time()
-    per_partition: dict[int, list[SourceRecord]] = {p: [] for p in range(partitions)}
+    columns: dict[int, list[list[Any]]] = {p: [[], [], [], []] for p in range(partitions)}
     for index, name in enumerate(list_data_files(path)):
         keys, values, stamps, parts = file_rows(
             os.path.join(path, name), "kspark", "key", None, "timestamp", partitions
         )
         for line, (k, v, ts, p) in enumerate(zip(keys, values, stamps, parts)):
-            per_partition[p].append(SourceRecord(topic, p, (index << 32) + line, ts, k, v))
+            for column, item in zip(columns[p], (k, v, ts, (index << 32) + line)):
+                column.append(item)
     sub = topology.sub_topologies()[0]
-    for p, records in per_partition.items():
-        run_task_batch(topology, sub, p, records, DictTaskState(), StreamsConfig.of(None))
+    for p, (keys, values, stamps, offsets) in columns.items():
+        batch = SourceBatch(np.array(stamps), np.full(len(stamps), p), np.array(offsets),
+                            np.array(keys, dtype=object), np.array(values, dtype=object), topic)
+        run_task_batch(topology, sub, p, batch, DictTaskState(), StreamsConfig.of(None))
     return time.time() - t0
 
 

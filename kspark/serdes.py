@@ -247,6 +247,10 @@ class Pickle(Serde):
 
     name = "Pickle"
 
+    @property
+    def pure(self) -> bool:
+        return type(self) is Pickle  # a subclass may deserialize otherwise
+
     def _serialize(self, value: Any) -> bytes:
         return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 

@@ -88,9 +88,11 @@ class InMemorySessionStore(SegmentedStore):
         self.put(windowed, None, timestamp)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
-        for windowed, agg, timestamp in changelog:
-            start, end = windowed.window.start, windowed.window.end
-            self._write(windowed.key, end, (end, start), agg, timestamp)
+        self._restore_writes([
+            (windowed.key, windowed.window.end,
+             (windowed.window.end, windowed.window.start), agg, timestamp)
+            for windowed, agg, timestamp in changelog
+        ])
 
     # -- raw access for vectorised batch paths ----------------------------------------------
     def raw_sessions(self, key: Any) -> list[tuple[int, int, Any, int]]:

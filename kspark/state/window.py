@@ -140,13 +140,15 @@ class InMemoryWindowStore(SegmentedStore):
         self._changed(self._store_key(key, window_start, seq), old, value, timestamp)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
+        writes = []
         for store_key, value, timestamp in changelog:
             key, start, seq = self._decode(store_key)
             if self.retain_duplicates:
                 self._seqnum = max(self._seqnum, seq)
                 if value is None:
                     continue  # a None put stored nothing (see put)
-            self._write(key, start, (start, seq), value, timestamp)
+            writes.append((key, start, (start, seq), value, timestamp))
+        self._restore_writes(writes)
 
     # -- reads -------------------------------------------------------------------------------
     def _current(self, store_key: Any) -> Any:

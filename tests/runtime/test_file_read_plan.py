@@ -241,3 +241,44 @@ def test_an_empty_file_range_gives_no_records():
 
     records = FileRangeRecords(pa.RecordBatch.from_pylist([], schema=INPUT_ARROW))
     assert records.pop(0) is None and records.pop(1, "none") == "none"
+
+
+def _kspark_file(path, records) -> None:
+    """A file in kspark's own format, as its sinks write it (text or base64 keys and values)."""
+    from kspark.io.files import FileTopic
+
+    FileTopic(str(path.parent), format="kspark", partitions=3).write_batch(0, records)
+    os.replace(path.parent / "batch-000000000000.jsonl", path)
+
+
+def test_kspark_files_are_read_by_arrow_as_by_the_row_reader(tmp_path):
+    """A file kspark's sinks wrote is parsed by Arrow's JSON reader: the same keys (text and
+    binary), values (and tombstones), timestamps, partitions and offsets as the row reader."""
+    from kspark.io.files import file_rows
+
+    rng = np.random.default_rng(3)
+    records = [(None if i % 11 == 0 else (f"k{i}".encode() if i % 2 else bytes([255, i % 256])),
+                None if i % 13 == 0 else f"v{i}".encode() if i % 3 else b"\x00\xff" + bytes(i % 7),
+                int(rng.integers(0, 10**12)), int(i % 3)) for i in range(3000)]
+    os.makedirs(tmp_path / "in")
+    _kspark_file(tmp_path / "in" / "a.jsonl", records)
+    batch = file_source._kspark_batch(str(tmp_path / "in" / "a.jsonl"), 0, None, 3, "t", 5 << 32)
+    assert batch is not None
+    keys, values, stamps, parts = file_rows(str(tmp_path / "in" / "a.jsonl"), "kspark", "key",
+                                            None, "timestamp", 3)
+    assert batch.column("key").to_pylist() == keys == [r[0] for r in records]
+    assert batch.column("value").to_pylist() == values == [r[1] for r in records]
+    assert batch.column("timestamp").to_pylist() == stamps
+    assert batch.column("partition").to_pylist() == parts
+    assert batch.column("offset").to_pylist() == list(range(5 << 32, (5 << 32) + 3000))
+
+
+def test_a_kspark_file_the_arrow_reader_cannot_take_goes_to_the_row_reader(tmp_path):
+    """A malformed line or a partition out of range: the row reader reports it with its line."""
+    os.makedirs(tmp_path / "in")
+    path = tmp_path / "in" / "a.jsonl"
+    _kspark_file(path, [(b"k", b"v", 1, 2)])
+    assert file_source._kspark_batch(str(path), 0, None, 2, "t", 0) is None  # 2 of 2 partitions
+    with open(path, "a") as f:
+        f.write("{not json\n")
+    assert file_source._kspark_batch(str(path), 0, None, 3, "t", 0) is None

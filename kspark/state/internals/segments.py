@@ -192,6 +192,51 @@ class SegmentedStore(StoreBase):
             return None
         return old[0]
 
+    def _restore_writes(self, writes: list[tuple[Any, int, Any, Any, int]]) -> None:
+        """Apply ``(key, segment_ts, sub, value or None, timestamp)`` writes in order, as
+        :meth:`_write` one after another would leave the store, in bulk: stream time is observed
+        once (a write that was live when made but expires by the end is swept either way), the
+        writes are grouped per bucket and segment, and each segment takes its new keys at once."""
+        if not writes:
+            return
+        self._observe(max(w[1] for w in writes))
+        live = self.min_live_segment()
+        segment_id, bucket_of = self.segment_id, self.bucket_of
+        groups: dict[tuple[int, int], dict[Any, list[tuple[Any, Entry | None]]]] = {}
+        for key, segment_ts, sub, value, timestamp in writes:
+            seg = segment_id(segment_ts)
+            if seg < live:
+                continue
+            changes = groups.setdefault((bucket_of(key), seg), {}).setdefault(key, [])
+            changes.append((sub, None if value is None else (value, timestamp)))
+        for (bucket, seg), keys in groups.items():
+            data = self._bucket(bucket, create=True)
+            segment = data.get(seg)
+            if segment is None:
+                segment = data[seg] = SortedDict()
+            fresh = {}
+            for key, changes in keys.items():
+                subs = segment.get(key)
+                if subs is None:
+                    subs = SubEntries()
+                for sub, entry in changes:
+                    if entry is None:
+                        subs.pop(sub, None)
+                    else:
+                        subs[sub] = entry
+                if subs:
+                    if key not in segment:
+                        fresh[key] = subs
+                elif key in segment:
+                    del segment[key]
+            try:
+                segment.update(fresh)
+            except TypeError as e:
+                raise order_error(self.name, e) from e
+            if not segment:
+                del data[seg]
+            self._touch(bucket)
+
     def _set_entry(self, bucket: int, key: Any, seg: int, sub: Any, entry: Entry) -> Entry | None:
         data = self._bucket(bucket, create=True)
         segment = data.get(seg)
