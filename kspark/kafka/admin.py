@@ -78,8 +78,10 @@ class TopicSpec:
 
 
 def client_config(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """librdkafka settings for a client of ``bootstrap_servers`` plus the user's own."""
-    return {"bootstrap.servers": bootstrap_servers, **(extra or {})}
+    """librdkafka settings for a client of ``bootstrap_servers`` plus the user's own: its log
+    says warnings and errors (librdkafka's informational lines, e.g. one per closed producer,
+    are left out unless the user's ``log_level`` asks for them)."""
+    return {"bootstrap.servers": bootstrap_servers, "log_level": 4, **(extra or {})}
 
 
 def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:
