@@ -149,11 +149,8 @@ class ChangelogCodec:
             raise ValueError(f"{self.describe()}: changelog value: {exc}") from exc
 
 
-class ChangelogKeySerde(Serde):
-    """Reads (and writes) changelog keys as store keys with a :class:`ChangelogCodec`: the key
-    serde of a source topic that is another store's changelog."""
-
-    name = "ChangelogKey"
+class _CodecSerde(Serde):
+    """A serde over a :class:`ChangelogCodec`: pure when the codec's serdes are."""
 
     def __init__(self, codec: ChangelogCodec) -> None:
         self.codec = codec
@@ -161,6 +158,13 @@ class ChangelogKeySerde(Serde):
     @property
     def pure(self) -> bool:
         return self.codec.pure
+
+
+class ChangelogKeySerde(_CodecSerde):
+    """Reads (and writes) changelog keys as store keys with a :class:`ChangelogCodec`: the key
+    serde of a source topic that is another store's changelog."""
+
+    name = "ChangelogKey"
 
     def _serialize(self, value: Any) -> bytes:
         return self.codec.encode_key(value)
@@ -169,17 +173,10 @@ class ChangelogKeySerde(Serde):
         return self.codec.decode_key(data)
 
 
-class ChangelogValueSerde(Serde):
+class ChangelogValueSerde(_CodecSerde):
     """Reads (and writes) changelog values with a :class:`ChangelogCodec`."""
 
     name = "ChangelogValue"
-
-    def __init__(self, codec: ChangelogCodec) -> None:
-        self.codec = codec
-
-    @property
-    def pure(self) -> bool:
-        return self.codec.pure
 
     def _serialize(self, value: Any) -> bytes:
         return self.codec.encode_value(value) or b""
