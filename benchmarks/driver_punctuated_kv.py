@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from kspark import serdes
 from kspark.examples import click_counter
 from kspark.testing import TopologyTestDriver
 
@@ -20,7 +21,7 @@ from kspark.testing import TopologyTestDriver
 def run(records: list[tuple[str, dict, int]]) -> tuple[float, int, dict[str, int]]:
     """Pipe ``records``; return (seconds, output records, metrics)."""
     with TopologyTestDriver(click_counter.topology()) as driver:
-        pipe = driver.create_input_topic("clicks")
+        pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
         t0 = time.perf_counter()
         for user, click, ts in records:
             pipe.pipe_input(user, click, ts)

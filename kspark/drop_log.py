@@ -49,6 +49,8 @@ class DropLog:
 
     def flush_due(self, task_id: str | None = None) -> None:
         """Summarise what is pending (of one task, or all) whose interval has passed."""
+        if not self._pending:  # nothing dropped yet: no lock taken
+            return
         with self._lock:
             keys = [k for k in self._pending if task_id is None or k[0] == task_id]
             self._summarise_due(self._clock(), keys)

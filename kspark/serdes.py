@@ -18,6 +18,23 @@ if TYPE_CHECKING:
     import numpy as np
 
 _LONG = struct.Struct(">q")
+_JSON_DECODER = json.JSONDecoder()
+_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"))
+#: CPython's C encoder built once: ``json.dumps(value, separators=(",", ":"))`` without
+#: building an encoder per call (``JSONEncoder.encode`` builds one); no circular-reference check
+#: (a cyclic value fails with a RecursionError instead, reported the same way)
+_C_JSON = getattr(json.encoder, "c_make_encoder", None)
+_JSON_ONE_SHOT = None if _C_JSON is None else _C_JSON(
+    None, _JSON_ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+    False, False, True,
+)
+
+
+def _json_text(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"))``."""
+    if _JSON_ONE_SHOT is None:
+        return _JSON_ENCODER.encode(value)
+    return "".join(_JSON_ONE_SHOT(value, 0))
 _END_START = struct.Struct(">qq")
 #: Java's ``Long.MAX_VALUE``: Kafka Streams cuts a time window's end there
 MAX_LONG = (1 << 63) - 1
@@ -58,7 +75,7 @@ class Serde:
         if data is None:
             return None
         try:
-            return self._deserialize(bytes(data))
+            return self._deserialize(data if type(data) is bytes else bytes(data))
         except SerializationError:
             raise
         except Exception as exc:
@@ -170,10 +187,10 @@ class Json(Serde):
         return type(self) is Json  # a subclass may deserialize otherwise
 
     def _serialize(self, value: Any) -> bytes:
-        return json.dumps(value, separators=(",", ":"), sort_keys=False).encode("utf-8")
+        return _json_text(value).encode("utf-8")
 
     def _deserialize(self, data: bytes) -> Any:
-        return json.loads(data.decode("utf-8"))
+        return _JSON_DECODER.decode(data.decode("utf-8"))
 
 
 class SessionWindowed(Serde):

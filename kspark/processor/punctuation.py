@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
@@ -76,9 +77,12 @@ class PunctuationQueue:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, PunctuationSchedule]] = []
         self._seq = itertools.count()
+        #: the earliest due time in the queue (a cancelled schedule's too), or "never"
+        self.next_due: float = math.inf
 
     def add(self, schedule: PunctuationSchedule) -> None:
         heapq.heappush(self._heap, (schedule.due, next(self._seq), schedule))
+        self.next_due = self._heap[0][0]
 
     def schedules(self) -> list[PunctuationSchedule]:
         return [s for _, _, s in self._heap if not s.handle.cancelled]
@@ -86,6 +90,8 @@ class PunctuationQueue:
     def may_punctuate(self, now: int, fire: Callable[[PunctuationSchedule, int], None]) -> bool:
         """Fire every schedule with ``due <= now`` (with ``now``, not the due time) and
         reschedule it from its due time. Returns whether anything fired."""
+        if now < self.next_due:
+            return False
         fired = False
         while self._heap and self._heap[0][0] <= now:
             _, _, schedule = heapq.heappop(self._heap)
@@ -95,5 +101,6 @@ class PunctuationQueue:
             fired = True
             if not schedule.handle.cancelled:
                 schedule.due = schedule.next_due(now)
-                self.add(schedule)
+                heapq.heappush(self._heap, (schedule.due, next(self._seq), schedule))
+        self.next_due = self._heap[0][0] if self._heap else math.inf
         return fired

@@ -49,6 +49,10 @@ class Punctuator:
     def has_stream_time_schedules(self) -> bool:
         return bool(self._stream.schedules())
 
+    def stream_time_due(self, stream_time: int) -> bool:
+        """Whether a stream-time schedule may be due at ``stream_time`` (cheap to ask)."""
+        return stream_time >= self._stream.next_due and stream_time >= 0
+
     def punctuate_stream_time(self, stream_time: int,
                               fire: Callable[[PunctuationSchedule, int], None]) -> bool:
         """Fire due stream-time schedules; only once the task has a stream time."""

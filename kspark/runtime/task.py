@@ -57,6 +57,11 @@ __all__ = [
 ]
 
 
+#: a source node, its key and value deserializers and its children
+_SourceInput = tuple[SourceNode, Callable[[Any], Any], Callable[[Any], Any], list[str]]
+_PROCESS_TOTAL = "process-total"
+
+
 def _describe_key(key: Any) -> str:
     text = repr(key)
     return text if len(text) <= 100 else text[:97] + "..."
@@ -101,10 +106,15 @@ class Task:
         self.punctuator = Punctuator(wall_clock)
         self._children: dict[str, list[str]] = {}
         self._source_by_topic: dict[str, SourceNode] = {}
+        self._inputs: dict[str, _SourceInput] = {}
+        self._close_on_idle = config.close_on_idle_ms is not None
+        self._counters = metrics.counters
         self.processors: dict[str, Any] = {}
         self.forwarding = Forwarding(topology, config, self.current, self.processors,
                                      self._children)
         self.stores: dict[str, StoreBase] = {}
+        #: the stores with a cache (only they have anything to flush at commit)
+        self._caching_stores: list[StoreBase] = []
         self._initialized = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -143,6 +153,8 @@ class Task:
             if name in topo.source_stores:
                 store.read_only = True
             self.stores[name] = store
+            if store.caching:
+                self._caching_stores.append(store)
         for name in self.sub_topology.nodes:
             node = topo.nodes[name]
             self._children[name] = topo.children(name)
@@ -182,37 +194,50 @@ class Task:
                 raise StreamsError(f"task {self.task_id}: no source reads topic {topic!r}")
         return node
 
+    def _input(self, topic: str) -> _SourceInput:
+        """The source node reading ``topic`` with its deserializers and children (cached)."""
+        entry = self._inputs.get(topic)
+        if entry is None:
+            node = self.source_node(topic)
+            entry = self._inputs[topic] = (
+                node,
+                (node.key_serde or self.config.default_key_serde).deserialize,
+                (node.value_serde or self.config.default_value_serde).deserialize,
+                self._children[node.name],
+            )
+        return entry
+
     def process(self, rec: SourceRecord) -> None:
         """Deserialize and process one input record through the sub-topology."""
-        node = self.source_node(rec.topic)
+        node, key_of, value_of, children = self._input(rec.topic)
         try:
-            key = (node.key_serde or self.config.default_key_serde).deserialize(rec.key)
-            value = (node.value_serde or self.config.default_value_serde).deserialize(rec.value)
+            key = key_of(rec.key)
+            value = value_of(rec.value)
         except SerializationError as exc:
             self._deserialization_failed(rec, node, exc)
             return
-        if rec.timestamp < 0:
+        timestamp = rec.timestamp
+        if timestamp < 0:
             self._skip_or_fail(rec, node, "invalid-timestamp",
-                               f"invalid (negative) timestamp {rec.timestamp}")
+                               f"invalid (negative) timestamp {timestamp}")
             return
-        if rec.timestamp > self.stream_time:
-            self.stream_time = rec.timestamp
-        if self.config.close_on_idle_ms is not None:
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+        if self._close_on_idle:
             self.last_input_wall_ms = self.wall_clock_ms()
-        self.metrics.counters["process-total"] += 1
-        metadata = RecordMetadata(rec.topic, rec.partition, rec.offset)
-        record = Record(key, value, rec.timestamp, rec.headers)
-        self.current.metadata = metadata
+        self._counters[_PROCESS_TOTAL] += 1
+        record = Record(key, value, timestamp, rec.headers)
+        self.current.metadata = RecordMetadata(rec.topic, rec.partition, rec.offset)
         deliver = self.forwarding.deliver
         try:
-            for child in self._children[node.name]:
+            for child in children:
                 deliver(child, record)
         except Exception as exc:
             raise self._wrap(
                 exc,
                 f"processing record at topic {rec.topic!r} partition "
                 f"{rec.partition} offset {rec.offset} key {_describe_key(key)} "
-                f"timestamp {rec.timestamp}",
+                f"timestamp {timestamp}",
             ) from exc
 
     def process_batch(self, batch: SourceBatch, fast: bool = True) -> int:
@@ -390,6 +415,8 @@ class Task:
 
     def punctuate_stream_time(self) -> bool:
         """Fire due stream-time schedules; only once the task has a stream time."""
+        if not self.punctuator.stream_time_due(self.stream_time):
+            return False
         return self.punctuator.punctuate_stream_time(self.stream_time, self._fire)
 
     def punctuate_wall_clock(self, now: int | None = None) -> bool:
@@ -429,15 +456,22 @@ class Task:
     def commit(self) -> None:
         """Flush every store's cache (forwarding cached changes downstream) until all are clean."""
         DROPS.flush_due(self.task_id)
-        for _ in range(len(self.stores) + 1):
-            dirty = [s for s in self.stores.values() if s.has_cached_changes()]
+        caching = self._caching_stores
+        if not any(s.has_cached_changes() for s in caching):
+            return
+        for _ in range(len(caching) + 1):
+            dirty = [s for s in caching if s.has_cached_changes()]
             if not dirty:
                 return
             for store in dirty:
                 self.current.run_in(self.current.node or "", self.current.timestamp, None,
                                     store.flush)
-        if any(s.has_cached_changes() for s in self.stores.values()):
+        if any(s.has_cached_changes() for s in caching):
             raise StreamsError(f"task {self.task_id}: store caches did not settle at commit")
+
+    def has_output(self) -> bool:
+        """Whether sinks wrote anything since the last drain."""
+        return bool(self.forwarding.output)
 
     def drain_output(self) -> list[OutputRecord]:
         return output_records(self.drain_output_parts())

@@ -53,8 +53,10 @@ class InMemoryKeyValueStore(StoreBase):
 
     def get(self, key: Any) -> Any:
         """The value of ``key``, or ``None``."""
-        self._check_key(key)
-        entry = self._entry(key)
+        if key is None:
+            self._check_key(key)
+        data = self._bucket(self.bucket_of(key), create=False)
+        entry = None if data is None else data.get(key)
         return None if entry is None else entry[0]
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
@@ -140,8 +142,9 @@ class InMemoryKeyValueStore(StoreBase):
         """Store ``value`` under ``key`` (``None`` deletes). ``timestamp`` defaults to the
         timestamp of the record being processed. A delete is logged even when nothing was
         stored, as Kafka Streams logs it (the cache drops it when both sides are ``None``)."""
-        self._check_writable(key)
-        ts = self._timestamp(timestamp)
+        if key is None or self.read_only:
+            self._check_writable(key)
+        ts = self.context.record_timestamp() if timestamp is None else timestamp
         old = self._apply(key, value, ts)
         self._changed(key, None if old is None else old[0], value, ts)
 

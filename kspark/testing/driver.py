@@ -153,17 +153,22 @@ class TopologyTestDriver:
         headers: Headers = (),
     ) -> None:
         """Process one serialized record from ``topic`` and everything it causes."""
-        work = deque([(topic, key, value, timestamp, headers)])
+        self._pipe_one(topic, key, value, timestamp, headers)
+        work = deque(self._collect())
         while work:
-            topic, key, value, timestamp, headers = work.popleft()
-            offset = self._offsets.get(topic, 0)
-            self._offsets[topic] = offset + 1
-            task = self._task_for(topic)
-            task.process(SourceRecord(topic, 0, offset, timestamp, key, value, headers))
-            task.punctuate_stream_time()
-            task.commit()
-            for out in self._collect():
-                work.append((out.topic, out.key, out.value, out.timestamp, out.headers))
+            out = work.popleft()
+            self._pipe_one(out.topic, out.key, out.value, out.timestamp, out.headers)
+            work.extend(self._collect())
+
+    def _pipe_one(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+                  headers: Headers) -> None:
+        """Process, punctuate and commit one record of ``topic`` in its task."""
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        task = self._readers.get(topic) or self._task_for(topic)
+        task.process(SourceRecord(topic, 0, offset, timestamp, key, value, headers))
+        task.punctuate_stream_time()
+        task.commit()
 
     def advance_wall_clock_time(self, advance: Duration) -> None:
         """Move the mocked wall clock forward and fire due wall-clock punctuations."""
@@ -182,13 +187,15 @@ class TopologyTestDriver:
         """Move task outputs to output topics; return those the topology reads itself."""
         internal = []
         for task in self.tasks:
-            for out in task.drain_output():
-                if self._reader(out.topic) is not None:
-                    internal.append(out)
-                if out.topic not in self.topology.internal_topics:
-                    self._outputs.setdefault(out.topic, deque()).append(out)
-            for store, entries in task.drain_changelog().items():
-                self.changelogs.setdefault(store, []).extend(entries)
+            if task.has_output():
+                for out in task.drain_output():
+                    if self._reader(out.topic) is not None:
+                        internal.append(out)
+                    if out.topic not in self.topology.internal_topics:
+                        self._outputs.setdefault(out.topic, deque()).append(out)
+            if task.changelog:
+                for store, entries in task.drain_changelog().items():
+                    self.changelogs.setdefault(store, []).extend(entries)
         return internal
 
     # -- stores and metrics ------------------------------------------------------------------
@@ -259,13 +266,13 @@ class TestInputTopic:
             ts = self.current_time
             self.current_time += self.auto_advance
         else:
-            ts = to_ms(timestamp, "timestamp")
+            ts = timestamp if type(timestamp) is int else to_ms(timestamp, "timestamp")
         self.driver.pipe_raw(
             self.topic,
             self.key_serde.serialize(key),
             self.value_serde.serialize(value),
             ts,
-            to_headers(headers),
+            () if headers is None else to_headers(headers),
         )
 
     def pipe_record(self, record: TestRecord) -> None:
