@@ -74,6 +74,7 @@ from kafka_streams_anchor import (
     prepare_coordinators,
 )
 from machine import Steal, load_text
+from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
 from kspark import io
 from kspark.examples.sessions import PAGES, generate_clicks, topology
@@ -486,6 +487,9 @@ def main() -> None:
                              "under exactly-once, 100)")
     parser.add_argument("--ks-threads", type=int, default=2,
                         help="Kafka Streams' num.stream.threads")
+    parser.add_argument("--stages", action="store_true",
+                        help="kspark: also print where each run's Spark time goes, stage by "
+                             "stage (turns Spark's UI on for its REST API)")
     parser.add_argument("--ks-cache-bytes", type=int, default=None,
                         help="Kafka Streams' statestore.cache.max.bytes (default: its default)")
     args = parser.parse_args()
@@ -495,14 +499,18 @@ def main() -> None:
         parser.error(f"--engines: choose from {', '.join(ENGINES)}")
     if "kstreams" in args.engines:
         jar_path()  # built before anything is measured
-    spark = local_spark(args.master) if "kspark" in args.engines else None
+    spark = (local_spark(args.master, UI_CONF if args.stages else None)
+             if "kspark" in args.engines else None)
     for mode in (["throughput", "latency"] if args.mode == "both" else [args.mode]):
         workdir = tempfile.mkdtemp(prefix="kspark-bench-kafka-")
         try:
             with EmbeddedBroker(log_path=os.path.join(workdir, "broker.log")) as broker:
                 prepare_coordinators(broker.bootstrap_servers)
+                before = stage_ids(spark) if args.stages and spark is not None else -1
                 (throughput if mode == "throughput" else latency)(
                     args, broker.bootstrap_servers, spark, workdir)
+                if args.stages and spark is not None:
+                    print_stage_summary(spark, before, f"kspark's {mode} run")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     if spark is not None:

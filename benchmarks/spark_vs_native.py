@@ -7,7 +7,8 @@ in one run on the same data (the clickstream workload of ``benchmarks/clickstrea
 Both engines read the same Parquet files (one file per micro-batch, one file per trigger):
 
 - native: ``session_window`` count in append mode with a watermark of the grace period, memory
-  sink, RocksDB state, no-data micro-batches on (Spark's default, so that the sessions the last
+  sink (``--native-sink parquet``: Parquet files, for outputs too large for the driver),
+  RocksDB state, no-data micro-batches on (Spark's default, so that the sessions the last
   watermark closes are emitted);
 - kspark: a ``StreamsApp`` with a DSL session count, input ``kspark.io.files(format="parquet",
   key_field="key", timestamp_field="ts", partitions=P)``, output a Parquet file topic. Emit
@@ -90,7 +91,8 @@ def expected_closed(frame: pd.DataFrame, sessions: pd.DataFrame, gap: int, grace
 
 
 # -- native --------------------------------------------------------------------------------------
-def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int) -> tuple[float, int]:
+def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int,
+               sink: str = "memory") -> tuple[float, int]:
     from pyspark.sql import functions as F
 
     ck = f"{gen.BENCH}/ck-native-cmp"
@@ -101,14 +103,17 @@ def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int) -> tu
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     schema = spark.read.parquet(src).schema
     t0 = time.perf_counter()
-    q = (
+    out = f"{gen.BENCH}/native-out"
+    shutil.rmtree(out, ignore_errors=True)
+    counts = (
         spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
         .withColumn("t", F.timestamp_millis("ts"))
         .withWatermark("t", f"{gen.GRACE_MS} milliseconds")
         .groupBy(F.session_window("t", f"{gen.GAP_MS} milliseconds"), "key").count()
-        .writeStream.format("memory").queryName("native_cmp").outputMode("append")
-        .option("checkpointLocation", ck).start()
     )
+    writer = (counts.writeStream.format("memory").queryName("native_cmp") if sink == "memory"
+              else counts.writeStream.format("parquet").option("path", out))
+    q = writer.outputMode("append").option("checkpointLocation", ck).start()
     q.processAllAvailable()
     elapsed = time.perf_counter() - t0
     if VERBOSE:
@@ -116,7 +121,8 @@ def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int) -> tu
             print(f"  native batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
     q.stop()
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")  # kspark's
-    emitted = spark.sql("select count(*) c from native_cmp").collect()[0].c
+    emitted = (spark.sql("select count(*) c from native_cmp").collect()[0].c if sink == "memory"
+               else spark.read.parquet(out).count())
     return elapsed, int(emitted)
 
 
@@ -179,6 +185,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
     parser.add_argument("--warmup", type=int, default=250_000,
                         help="records of each engine's unmeasured warm-up runs (0: none)")
+    parser.add_argument("--native-sink", choices=["memory", "parquet"], default="memory",
+                        help="native's sink: the memory table (default) or Parquet files, for "
+                             "outputs too large for the driver's memory")
     parser.add_argument("--engine", choices=["native", "kspark"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -212,7 +221,8 @@ def measure_engine(args: argparse.Namespace) -> None:
     def run(path: str, on_close: bool | None) -> dict[str, Any]:
         steal = Steal()
         if on_close is None:
-            elapsed, emitted = run_native(spark, gen, src, path, args.partitions)
+            elapsed, emitted = run_native(spark, gen, src, path, args.partitions,
+                                          args.native_sink)
             figures: dict[str, Any] = {"out": emitted}
         else:
             elapsed, figures = run_kspark(spark, gen, path, on_close, args.partitions, config)
