@@ -110,6 +110,10 @@ def _send(producer: Any, user: str, click: dict, ts: int, topic: str = "clicks")
             producer.poll(0.01)
 
 
+#: extra kspark config of the app (``--conf k=v``)
+CONFIG: dict[str, str] = {}
+
+
 def _app(bootstrap: str, spark: Any, workdir: str, emit_on_close: bool,
          per_trigger: int | None) -> StreamsApp:
     topics = {
@@ -118,7 +122,7 @@ def _app(bootstrap: str, spark: Any, workdir: str, emit_on_close: bool,
         "session-pages": io.kafka(bootstrap),
     }
     return StreamsApp(topology(emit_on_close=emit_on_close), "bench", topics, spark=spark,
-                      checkpoint_dir=os.path.join(workdir, "checkpoint"))
+                      checkpoint_dir=os.path.join(workdir, "checkpoint"), config=CONFIG)
 
 
 def _kstreams(args: argparse.Namespace, bootstrap: str, workdir: str, application_id: str,
@@ -487,6 +491,7 @@ def main() -> None:
                              "under exactly-once, 100)")
     parser.add_argument("--ks-threads", type=int, default=2,
                         help="Kafka Streams' num.stream.threads")
+    parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
     parser.add_argument("--stages", action="store_true",
                         help="kspark: also print where each run's Spark time goes, stage by "
                              "stage (turns Spark's UI on for its REST API)")
@@ -494,6 +499,7 @@ def main() -> None:
                         help="Kafka Streams' statestore.cache.max.bytes (default: its default)")
     args = parser.parse_args()
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    CONFIG.update(kv.split("=", 1) for kv in args.conf)
     unknown = [e for e in args.engines if e not in ENGINES]
     if unknown or not args.engines:
         parser.error(f"--engines: choose from {', '.join(ENGINES)}")

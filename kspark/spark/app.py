@@ -13,6 +13,7 @@ from typing import Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
+from kspark.io.kafka import KafkaTopic
 from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
@@ -200,15 +201,33 @@ class StreamsApp:
         from kspark.spark.internals.query_frame import query_frame, source_frame
 
         read_in_stage = self._read_files_in_stage()
+        kafka_reads = self._kafka_reads()
         sources = [
             source_frame(self.spark, topic, self.topics[topic], read_in_stage, self._parallelism,
-                         self.config)
+                         self.config, kafka_reads)
             for topic in self.topology.external_source_topics()
         ]
         self._ticks = self._needs_ticks()
         return query_frame(self.spark, self.topology, self.plan, self.config, sources,
                            ticks=self._ticks, spark_partitions=self.spark_partitions,
-                           changelogs=self._changelog_topics())
+                           changelogs=self._changelog_topics(), kafka_reads=kafka_reads)
+
+    def _kafka_reads(self) -> dict[str, dict[str, str]]:
+        """Source topics on Kafka whose records the stages' tasks read themselves
+        (``spark.kspark.kafka.read.in.stage``, on by default), with their source's options:
+        each partition's records go from Kafka straight to the task that processes them."""
+        from kspark.spark.internals.kafka_input import kafka_stage_options
+
+        in_stage = self.config.extra.get("spark.kspark.kafka.read.in.stage", "true") == "true"
+        reads = {}
+        for topic in self.topology.external_source_topics():
+            spec = self.topics[topic]
+            if isinstance(spec, KafkaTopic):
+                options = kafka_stage_options(self.spark, spec, topic, in_stage,
+                                              self.config.task_timeout_ms)
+                if options is not None:
+                    reads[topic] = options
+        return reads
 
     # -- running -------------------------------------------------------------------------------
     def start(self) -> StreamsApp:

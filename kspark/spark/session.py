@@ -83,10 +83,14 @@ def _link_entries(real: str, home: str) -> None:
                 os.symlink(os.path.join(real, entry), target)
 
 
+#: Python workers forked from a daemon that imported kspark's stage modules first
+WORKER_DAEMON = "kspark.spark.internals.worker_daemon"
+
+
 def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
     """Settings of kspark's local session: RocksDB state with changelog checkpointing, quiet
     console, checkpoint files written as :data:`CHECKPOINT_FILE_MANAGER` does, the JVM options
-    of :data:`JVM_OPTIONS`."""
+    of :data:`JVM_OPTIONS`, Python workers forked from :data:`WORKER_DAEMON`."""
     return {
         "spark.sql.streaming.stateStore.providerClass": _ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
@@ -102,6 +106,7 @@ def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
         "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
         "spark.driver.defaultJavaOptions": JVM_OPTIONS,
         "spark.executor.defaultJavaOptions": JVM_OPTIONS,
+        "spark.python.daemon.module": WORKER_DAEMON,
     }
 
 

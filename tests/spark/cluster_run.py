@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,7 +27,11 @@ def main() -> None:
     from kspark.spark.session import local_spark
 
     spark = local_spark(master, {"spark.executor.memory": "1g"})
-    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
+    deadline = time.monotonic() + 60  # the workers' executors register after the session
+    while status().size() - 1 < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    executors = status().size() - 1
     actual, _ = run_spark(spark, topology(False), random_input(seed), OUTPUTS, INPUT_SERDES,
                           checkpoint, batches=3, partitions=2, app_id="cluster")
     result = {"executors": executors,

@@ -10,7 +10,35 @@ from typing import Any
 from kspark.io.kafka import KafkaTopic
 from kspark.kafka.admin import matching_topics, partition_counts
 from kspark.spark.internals.kafka_connector import connector_reader, uses_connector
-from kspark.spark.internals.kafka_source import TIMEOUT_OPTION, kafka_input_frame
+from kspark.spark.internals.kafka_source import (
+    IN_STAGE_OPTION,
+    TIMEOUT_OPTION,
+    TOPIC_OPTION,
+    kafka_input_frame,
+)
+
+
+def kafka_stage_options(spark: Any, location: KafkaTopic, topic: str, in_stage: bool,
+                        timeout_ms: int | None = None) -> dict[str, str] | None:
+    """The options of ``kspark_kafka`` giving range rows of ``topic`` for the stages to read
+    (``None``: its records are read by a source stage, as ``in_stage`` is off or Spark's
+    connector reads the topic)."""
+    if not in_stage or uses_connector(spark, location.source):
+        return None
+    options = location.source_options(topic)
+    if timeout_ms is not None:
+        options[TIMEOUT_OPTION] = str(timeout_ms)
+    options[IN_STAGE_OPTION] = "true"
+    options[TOPIC_OPTION] = topic
+    return options
+
+
+def kafka_ranges_frame(spark: Any, options: dict[str, str]) -> Any:
+    """The range rows of a Kafka topic (options of :func:`kafka_stage_options`)."""
+    reader = spark.readStream.format("kspark_kafka")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
 
 
 def kafka_source_frame(spark: Any, location: KafkaTopic, topic: str,

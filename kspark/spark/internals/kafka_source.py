@@ -15,6 +15,12 @@ timestamp, timestampType and headers. Options (named as the native source's):
   and count them in the offsets under ``"@skipped"`` (see :func:`skipped_offsets`).
 
 Offsets (kept in Spark's checkpoint) are ``{"topic": {"partition": next offset}}``.
+
+With the option ``kspark.read_in_stage`` (set by kspark for its own queries) the source reads no
+record: it gives one *range row* per partition range of the micro-batch (kspark's row layout,
+topic named by ``kspark.topic``), and the stage whose task owns that partition reads the range
+itself (:func:`read_range_batch`), so the records cross neither Spark's Arrow conversion of the
+source nor its shuffle.
 """
 
 from __future__ import annotations
@@ -56,6 +62,9 @@ log = logging.getLogger("kspark.kafka")
 SKIPPED = "@skipped"
 #: the option carrying ``task.timeout.ms`` (how long planning waits for the cluster)
 TIMEOUT_OPTION = "kspark.task.timeout.ms"
+#: the options of reading in the stages: ``"true"``, and the topology's name of the topic
+IN_STAGE_OPTION = "kspark.read_in_stage"
+TOPIC_OPTION = "kspark.topic"
 IDLE_POLL_S = 0.1
 
 KAFKA_SCHEMA = StructType(
@@ -84,7 +93,11 @@ class KafkaSource(DataSource):
     def name(cls) -> str:
         return "kspark_kafka"
 
-    def schema(self) -> StructType:
+    def schema(self) -> StructType | str:
+        if _in_stage(self.options):
+            from kspark.spark.internals.wire import ROW_DDL
+
+            return ROW_DDL
         return KAFKA_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
@@ -94,6 +107,18 @@ class KafkaSource(DataSource):
 class _RangePartition(InputPartition):
     def __init__(self, rng: OffsetRange) -> None:
         self.rng = rng
+
+
+class _RangesPartition(InputPartition):
+    """Every range of a micro-batch, for the one task that writes their range rows."""
+
+    def __init__(self, ranges: list[OffsetRange]) -> None:
+        self.ranges = ranges
+
+
+def _in_stage(options: Any) -> bool:
+    return str({k.lower(): v for k, v in dict(options).items()}.get(
+        IN_STAGE_OPTION, "false")).lower() == "true"
 
 
 def encode_offsets(offsets: dict[TP, int], skipped: int = 0) -> dict[str, Any]:
@@ -147,6 +172,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         }
         #: how long planning waits for an unreachable cluster (``task.timeout.ms``)
         self.timeout_s = int(lowered.get(TIMEOUT_OPTION, "0")) / 1000
+        #: range rows instead of records (see the module's documentation)
+        self.in_stage = _in_stage(options)
+        self.topic_name = lowered.get(TOPIC_OPTION)
+        if self.in_stage and not self.topic_name:
+            raise ValueError(f"kspark_kafka: {IN_STAGE_OPTION} needs {TOPIC_OPTION}")
         self._lookup: OffsetLookup | None = None
         self._reported: dict[str, Any] | None = None
         self._idle_since: float | None = None
@@ -260,6 +290,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                 first = self.lookup.earliest([tp])[tp]
             if stop > first:
                 out.append(_RangePartition(OffsetRange(tp[0], tp[1], first, stop)))
+        if self.in_stage:  # no reading here: one task writes a row per range
+            return [_RangesPartition([cast(_RangePartition, p).rng for p in out])] if out else []
         return out
 
     def commit(self, end: dict) -> None:
@@ -274,6 +306,9 @@ class KafkaStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
+        if self.in_stage:
+            yield range_rows(cast(_RangesPartition, partition).ranges, self.topic_name or "")
+            return
         schema = kafka_arrow_schema()
         headers_type = schema.field("headers").type
         for chunk in read_range(
@@ -304,6 +339,42 @@ class KafkaStreamReader(DataSourceStreamReader):
                 ],
                 schema=schema,
             )
+
+
+    def read_range_batch(self, rng: OffsetRange, topic: str) -> Any:
+        """The records of ``rng`` in kspark's input layout (``INPUT_ARROW``), every one named
+        ``topic``, read here (in a stage's task)."""
+        import pyarrow as pa
+
+        from kspark.spark.internals.wire import INPUT_ARROW
+
+        columns: list[list[Any]] = [[], [], [], []]
+        keys, values, offsets, stamps = columns
+        for chunk in read_range(self.bootstrap or "", rng, self.kafka_config,
+                                self.fail_on_data_loss):
+            keys += [m.key() for m in chunk]
+            values += [m.value() for m in chunk]
+            offsets += [m.offset() for m in chunk]
+            stamps += [m.timestamp()[1] for m in chunk]
+        n = len(offsets)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+             pa.array([topic] * n, pa.string()), pa.array([rng.partition] * n, pa.int32()),
+             pa.array(offsets, pa.int64()), pa.array(stamps, pa.int64())],
+            schema=INPUT_ARROW,
+        )
+
+
+def range_rows(ranges: list[OffsetRange], topic: str) -> Any:
+    """One range row per offset range (kind ``file``, what a stage reads itself): its key the
+    range as JSON (``{"kafka": topic, "range": [kafka topic, partition, start, end]}``), its
+    partition the range's, its offset the range's first."""
+    from kspark.spark.internals.wire import KIND_FILE, rows_of
+
+    blobs = [json.dumps({"kafka": topic, "range": [r.topic, r.partition, r.start, r.end]}
+                        ).encode() for r in ranges]
+    return rows_of(KIND_FILE, topic, blobs, [r.partition for r in ranges],
+                   [r.start for r in ranges], [0] * len(ranges))
 
 
 _ARROW_SCHEMA: Any = None

@@ -11,7 +11,7 @@ from kspark.config import StreamsConfig
 from kspark.io.files import FileTopic
 from kspark.io.frame import FrameTopic
 from kspark.io.kafka import KafkaTopic
-from kspark.spark.internals.kafka_input import kafka_source_frame
+from kspark.spark.internals.kafka_input import kafka_ranges_frame, kafka_source_frame
 from kspark.spark.internals.kafka_source import kafka_input_frame
 from kspark.spark.internals.wire import INPUT_TYPES, ROW_DDL
 from kspark.topology.internals.plan import ExecutionPlan
@@ -22,10 +22,14 @@ DEFAULT_TICK_MS = 1000
 
 
 def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
-                 parallelism: int | None, config: StreamsConfig) -> Any:
+                 parallelism: int | None, config: StreamsConfig,
+                 kafka_reads: dict[str, dict[str, str]] | None = None) -> Any:
     """Rows of source ``topic`` at location ``spec``: a file topic read by kspark's file source
-    (in the stages' tasks when ``read_in_stage``), a Kafka topic or a streaming DataFrame with
-    Kafka's columns, packed many records to a row."""
+    (in the stages' tasks when ``read_in_stage``), a Kafka topic (range rows when
+    ``kafka_reads`` has its options, see :func:`.kafka_input.kafka_stage_options`) or a
+    streaming DataFrame with Kafka's columns, packed many records to a row."""
+    if kafka_reads and topic in kafka_reads:
+        return kafka_ranges_frame(spark, kafka_reads[topic])
     if isinstance(spec, FileTopic):
         reader = spark.readStream.format("kspark_files")
         for k, v in spec.source_options(topic).items():
@@ -59,11 +63,13 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
 
 def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: StreamsConfig,
                 sources: list[Any], *, ticks: bool, spark_partitions: int,
-                changelogs: dict[str, str]) -> Any:
+                changelogs: dict[str, str],
+                kafka_reads: dict[str, dict[str, str]] | None = None) -> Any:
     """The stages' output rows over the union of ``sources`` (and ticks): one
     ``transformWithStateInPandas`` per sub-topology in ``plan``'s order, over
     ``spark_partitions`` shuffle partitions; ``changelogs`` maps the stores written out to
-    their changelog topics."""
+    their changelog topics, ``kafka_reads`` the Kafka topics the stages read to their source
+    options."""
     from pyspark import cloudpickle
     from pyspark.sql import functions as F
 
@@ -90,7 +96,7 @@ def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: Str
         group = task_group_column(F.col("partition"), tasks, spark_partitions)
         frame = frame.withColumn("task_group", group)
         frame = frame.groupBy("task_group").transformWithStateInPandas(
-            StageProcessor(blob, sub.id, config, topic_partitions, changelogs),
+            StageProcessor(blob, sub.id, config, topic_partitions, changelogs, kafka_reads),
             ROW_DDL,
             "Append",
             "None",

@@ -136,6 +136,7 @@ class StageProcessor(StatefulProcessor):
         config: StreamsConfig,
         topic_partitions: dict[str, int],
         changelog_topics: dict[str, str] | None = None,
+        kafka_reads: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.topology_blob = topology_blob
         self.digest = hashlib.sha256(topology_blob).hexdigest()
@@ -149,6 +150,8 @@ class StageProcessor(StatefulProcessor):
         #: file range -> its records, per partition until taken (this Spark task's reads; the
         #: processor is unpickled per Spark task, and ``close`` forgets them)
         self._file_ranges: dict[bytes, FileRangeRecords] = {}
+        #: topic -> options of the ``kspark_kafka`` source whose ranges the stages read
+        self.kafka_reads = kafka_reads or {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", _BLOB)
@@ -158,14 +161,33 @@ class StageProcessor(StatefulProcessor):
         self._file_ranges = {}
 
     def file_records(self, blob: bytes, partition: int) -> Any | None:
-        """The records of ``partition`` in the file range of a file row (``None``: none). A
-        range is read once per Spark task, for all the tasks it runs."""
+        """The records of ``partition`` in the range of a range row (``None``: none): a file
+        range is read once per Spark task, for all the tasks it runs; a Kafka range (one
+        partition's) by the task of its partition."""
+        if blob.startswith(b'{"kafka"'):
+            return self._kafka_records(blob)
         records = self._file_ranges.get(blob)
         if records is None:
             from kspark.spark.internals.file_source import read_file_range
 
             records = self._file_ranges[blob] = read_file_range(blob)
         return records.pop(partition, None)
+
+    def _kafka_records(self, blob: bytes) -> Any | None:
+        import json
+
+        from kspark.kafka.reader import OffsetRange
+        from kspark.spark.internals.kafka_source import KafkaStreamReader
+        from kspark.spark.internals.wire import task_records
+
+        spec = json.loads(blob)
+        options = self.kafka_reads.get(spec["kafka"])
+        if options is None:
+            raise ValueError(f"a Kafka range row of topic {spec['kafka']!r}, which this query "
+                             f"does not read from Kafka in its stages")
+        rng = OffsetRange(*spec["range"])
+        batch = KafkaStreamReader(options).read_range_batch(rng, spec["kafka"])
+        return task_records(batch) if batch.num_rows else None
 
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: Any
