@@ -13,7 +13,30 @@ from kspark.runtime.context import RecordContext
 from kspark.runtime.decoding import DecodedColumn
 from kspark.runtime.forwarding import SinkChain
 from kspark.runtime.serialized import SourceBatch
-from kspark.topology.topology import ProcessorNode, SubTopology, Topology
+from kspark.topology.topology import ProcessorNode, SinkNode, SubTopology, Topology
+
+
+def separate_branches(topology: Topology, children_of: dict[str, list[str]],
+                      children: list[str]) -> bool:
+    """Whether the sub-graphs below ``children`` share no node and no sink topic (then each
+    branch may take a batch in turn and every topic keeps its order)."""
+    if len(children) == 1:
+        return True
+    seen: set[str] = set()
+    topics: set[str] = set()
+    for child in children:
+        branch, todo = set(), [child]
+        while todo:
+            name = todo.pop()
+            if name not in branch:
+                branch.add(name)
+                todo.extend(children_of.get(name, ()))
+        sinks = {n.topic for n in map(topology.nodes.get, branch) if isinstance(n, SinkNode)}
+        if branch & seen or sinks & topics:
+            return False
+        seen |= branch
+        topics |= sinks
+    return True
 
 
 class BatchHost(Protocol):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from functools import partial
 from typing import Any
 
-from kspark.config import LOG_AND_CONTINUE, StreamsConfig
+from kspark.config import StreamsConfig
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError, SerializationError, StreamsError
 from kspark.processor.api import ProcessorContext
@@ -20,7 +20,8 @@ from kspark.processor.batch import BatchProcessor, StreamTimeFollower
 from kspark.processor.punctuation import Cancellable, PunctuationSchedule, PunctuationType
 from kspark.record_columns import RecordColumns
 from kspark.records import Record, RecordMetadata
-from kspark.runtime.batch_view import BatchView, FastPathAborted
+from kspark.runtime.bad_records import skip_or_fail
+from kspark.runtime.batch_view import BatchView, FastPathAborted, separate_branches
 from kspark.runtime.context import RecordContext
 from kspark.runtime.decoding import decode_column
 from kspark.runtime.forwarding import Forwarding, SinkChain
@@ -38,7 +39,7 @@ from kspark.runtime.serialized import (
     output_records,
 )
 from kspark.state.internals.base import BucketLoader, StoreBase
-from kspark.topology.topology import ProcessorNode, SinkNode, SourceNode, SubTopology, Topology
+from kspark.topology.topology import ProcessorNode, SourceNode, SubTopology, Topology
 
 __all__ = [
     "BatchView",
@@ -214,12 +215,14 @@ class Task:
             key = key_of(rec.key)
             value = value_of(rec.value)
         except SerializationError as exc:
-            self._deserialization_failed(rec, node, exc)
+            skip_or_fail(self.config, rec, node, "deserialization-error", str(exc),
+                         self.record_dropped, self.forwarding.output, exc)
             return
         timestamp = rec.timestamp
         if timestamp < 0:
-            self._skip_or_fail(rec, node, "invalid-timestamp",
-                               f"invalid (negative) timestamp {timestamp}")
+            skip_or_fail(self.config, rec, node, "invalid-timestamp",
+                         f"invalid (negative) timestamp {timestamp}", self.record_dropped,
+                         self.forwarding.output)
             return
         if timestamp > self.stream_time:
             self.stream_time = timestamp
@@ -266,7 +269,7 @@ class Task:
             not children
             or not all(isinstance(f, BatchProcessor) for f in fasts)
             or int(batch.timestamps.min()) < 0
-            or not self._separate_branches(children)
+            or not separate_branches(self.topology, self._children, children)
         ):
             return None
         keys = decode_column(batch.keys, node.key_serde or self.config.default_key_serde,
@@ -312,61 +315,6 @@ class Task:
             self.last_input_wall_ms = self.wall_clock_ms()
         self.metrics.counters["process-total"] += len(batch)
         return handled
-
-    def _separate_branches(self, children: list[str]) -> bool:
-        """Whether the sub-graphs below ``children`` share no node and no sink topic."""
-        if len(children) == 1:
-            return True
-        seen: set[str] = set()
-        topics: set[str] = set()
-        for child in children:
-            branch, todo = set(), [child]
-            while todo:
-                name = todo.pop()
-                if name not in branch:
-                    branch.add(name)
-                    todo.extend(self._children.get(name, ()))
-            sinks = {
-                n.topic for n in map(self.topology.nodes.get, branch) if isinstance(n, SinkNode)
-            }
-            if branch & seen or sinks & topics:
-                return False
-            seen |= branch
-            topics |= sinks
-        return True
-
-    def _deserialization_failed(
-        self, rec: SourceRecord, node: SourceNode, exc: SerializationError
-    ) -> None:
-        self._skip_or_fail(rec, node, "deserialization-error", str(exc), exc)
-
-    def _skip_or_fail(self, rec: SourceRecord, node: SourceNode, reason: str, problem: str,
-                      cause: Exception | None = None) -> None:
-        """A source record that is no valid record: stop with an error naming where it is, or
-        with the handler ``log_and_continue`` skip it, counted under ``reason`` and written to
-        the dead-letter topic (if set) with headers naming the problem and the origin."""
-        where = (
-            f"topic {rec.topic!r} partition {rec.partition} offset {rec.offset} "
-            f"(source {node.name!r})"
-        )
-        if self.config.deserialization_handler != LOG_AND_CONTINUE:
-            what = ("Deserialization error" if reason == "deserialization-error"
-                    else "Invalid record")
-            err = StreamsError(f"{what} at {where}: {problem}")
-            err.located = True
-            raise err from cause
-        self.record_dropped(reason, f"skipped record at {where}: {problem}")
-        if self.config.dead_letter_topic:
-            headers = (
-                *rec.headers,
-                ("__kspark.error", problem.encode()),
-                ("__kspark.origin", f"{rec.topic}/{rec.partition}/{rec.offset}".encode()),
-            )
-            self.forwarding.output.append(
-                OutputRecord(
-                    self.config.dead_letter_topic, rec.key, rec.value, rec.timestamp, headers
-                )
-            )
 
     def _wrap(self, exc: Exception, where: str) -> StreamsError:
         if isinstance(exc, StreamsError) and exc.located:
