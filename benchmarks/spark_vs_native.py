@@ -122,7 +122,7 @@ def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int,
     q.stop()
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")  # kspark's
     emitted = (spark.sql("select count(*) c from native_cmp").collect()[0].c if sink == "memory"
-               else spark.read.parquet(out).count())
+               else spark.read.schema(counts.schema).parquet(out).count())
     return elapsed, int(emitted)
 
 
