@@ -95,6 +95,33 @@ def test_serde_errors_name_the_serde():
         serdes.String().serialize(5)
 
 
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON.filter(lambda v: v is not None))  # None is a null record, not "null"
+def test_json_serde_writes_what_json_dumps_writes(value):
+    import json
+
+    expected = json.dumps(value, separators=(",", ":")).encode()
+    assert serdes.Json().serialize(value) == expected
+    assert json.dumps(serdes.Json().deserialize(expected), separators=(",", ":")) == \
+        expected.decode()
+
+
+def test_json_serde_errors_name_the_value():
+    cyclic: list = []
+    cyclic.append(cyclic)
+    for bad in (cyclic, {1j: 2}, object()):
+        with pytest.raises(SerializationError, match="Json serde cannot serialize"):
+            serdes.Json().serialize(bad)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=30), max_size=40), st.integers(1, 50))
 def test_kafka_partitions_of_many_keys_equal_each_keys_partition(keys, partitions):

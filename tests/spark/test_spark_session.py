@@ -44,6 +44,25 @@ def test_python_workers_import_the_installed_pyspark(spark):
     assert os.environ.get("SPARK_HOME") != spark_home()
 
 
+def test_python_workers_fork_from_kspark_daemon_with_its_modules_loaded(spark):
+    def origin(batches):
+        import os
+        import sys
+
+        import pyarrow as pa
+
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            parent = f.read().replace(b"\0", b" ").decode()
+        loaded = "kspark.spark.internals.stage_rows" in sys.modules
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"parent": [parent], "loaded": [loaded]})
+
+    rows = spark.range(2, numPartitions=2).mapInArrow(origin, "parent string, loaded boolean")
+    for row in rows.collect():
+        assert "kspark.spark.internals.worker_daemon" in row.parent, row.parent
+        assert row.loaded  # imported by the daemon, not by this function
+
+
 def spark_home() -> str | None:
     from kspark.spark.session import spark_home_without_zipped_python
 
