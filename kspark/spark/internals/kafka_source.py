@@ -340,7 +340,6 @@ class KafkaStreamReader(DataSourceStreamReader):
                 schema=schema,
             )
 
-
     def read_range_batch(self, rng: OffsetRange, topic: str) -> Any:
         """The records of ``rng`` in kspark's input layout (``INPUT_ARROW``), every one named
         ``topic``, read here (in a stage's task)."""
@@ -363,6 +362,15 @@ class KafkaStreamReader(DataSourceStreamReader):
              pa.array(offsets, pa.int64()), pa.array(stamps, pa.int64())],
             schema=INPUT_ARROW,
         )
+
+
+#: how the key of a Kafka range row begins (file range rows carry a file's spec instead)
+RANGE_ROW_PREFIX = b'{"kafka": '
+
+
+def is_kafka_range(blob: bytes) -> bool:
+    """Whether a range row's key is a Kafka offset range of :func:`range_rows`."""
+    return blob.startswith(RANGE_ROW_PREFIX)
 
 
 def range_rows(ranges: list[OffsetRange], topic: str) -> Any:

@@ -164,7 +164,9 @@ class StageProcessor(StatefulProcessor):
         """The records of ``partition`` in the range of a range row (``None``: none): a file
         range is read once per Spark task, for all the tasks it runs; a Kafka range (one
         partition's) by the task of its partition."""
-        if blob.startswith(b'{"kafka"'):
+        from kspark.spark.internals.kafka_source import is_kafka_range
+
+        if is_kafka_range(blob):
             return self._kafka_records(blob)
         records = self._file_ranges.get(blob)
         if records is None:

@@ -6,8 +6,9 @@ Every row has the columns :data:`ROW_COLUMNS`; its ``kind`` says what it is:
 - ``record``: one record of ``topic`` (key, value, timestamp, partition, offset);
 - ``packed``: many records of ``topic`` and ``partition`` as Arrow IPC bytes in ``key``
   (:func:`pack_records` for a source's records, :func:`pack_output` for a task's results);
-- ``file``: a range of a file that the task of ``partition`` reads itself (``key`` holds the
-  range as JSON, see :mod:`kspark.spark.internals.file_source`);
+- ``file``: a range of records that the task of ``partition`` reads itself (``key`` holds the
+  range as JSON): a range of a file (:mod:`kspark.spark.internals.file_source`) or a Kafka
+  partition's offset range (:func:`kspark.spark.internals.kafka_source.range_rows`);
 - ``tick``: wall-clock time for the task of ``partition`` (timestamp in epoch ms);
 - ``changelog``: one change of a store, for the changelog ``topic``;
 - ``metrics``: a task's counters as JSON in ``value``.
