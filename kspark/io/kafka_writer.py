@@ -9,7 +9,9 @@ a restart) writes nothing. The driver sees only the counters.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from kspark.io.location import PartitionWriter
@@ -27,11 +29,43 @@ class KafkaPartitionWriter(PartitionWriter):
         self.config = dict(config)
         #: kspark topic name -> Kafka topic name, for every topic written here
         self.names: dict[str, str] = {}
+        #: in an executor's task: the writer being opened since :meth:`begin`
+        self._opening: ThreadPoolExecutor | None = None
+        self._opened: Future[TransactionalWriter] | None = None
+
+    def begin(self, batch_id: int, run: str, partition: int) -> None:
+        """Take over the partition's transactional id and read its marker in a thread, while
+        the stage computes the records: fenced first, the marker read after, as when opened
+        at the write (another instance that takes the id over later fails this commit)."""
+        self._opening = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kspark-sink")
+        self._opened = self._opening.submit(self._open, partition)
+
+    def _open(self, partition: int) -> TransactionalWriter:
+        writer = self._writer(partition)
+        try:
+            writer.open()
+        except BaseException:
+            writer.close()
+            raise
+        return writer
+
+    def _writer(self, partition: int) -> TransactionalWriter:
+        return TransactionalWriter(self.bootstrap_servers, self.application_id, self.config,
+                                   partition=partition)
+
+    def end(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:  # nothing was written: a failure to open does not matter
+            with contextlib.suppress(Exception):
+                opened.result().close()
+        if self._opening is not None:
+            self._opening.shutdown(wait=False)
+            self._opening = None
 
     def write(self, batch_id: int, run: str, partition: int, tables: Mapping[str, Any]
               ) -> dict[str, int]:
-        writer = TransactionalWriter(self.bootstrap_servers, self.application_id, self.config,
-                                     partition=partition)
+        opened, self._opened = self._opened, None
+        writer = self._writer(partition) if opened is None else opened.result()
         try:
             count = writer.write(run, batch_id, {
                 self.names[topic]: sink_rows(table) for topic, table in tables.items()

@@ -47,6 +47,14 @@ class PartitionWriter(ABC):
         timestamp and partition). A replayed partition must not be written twice. Returns
         counters for the application's metrics."""
 
+    def begin(self, batch_id: int, run: str, partition: int) -> None:  # noqa: B027 (optional hook)
+        """In an executor, when the task of ``partition`` starts and before its records are
+        known: start what writing them needs (a Kafka producer), so that it overlaps the
+        stage computing them. :meth:`end` follows, whether :meth:`write` was called or not."""
+
+    def end(self) -> None:  # noqa: B027 (optional hook)
+        """In an executor, after the task's writes (or none): release what :meth:`begin` made."""
+
     def publish(self, batch_id: int, run: str) -> None:  # noqa: B027 (optional hook)
         """On the driver, once every partition of batch ``batch_id`` is written."""
 

@@ -34,6 +34,9 @@ def _parquet_stream(spark, path: str, clicks: list, files: int):
             "user": [u for u, _, _ in part], "page": [c["page"] for _, c, _ in part],
             "ts": pa.array([BASE + dt.timedelta(milliseconds=t) for _, _, t in part],
                            pa.timestamp("us", tz="UTC"))}), os.path.join(path, f"{n:03d}.parquet"))
+        # Spark's file stream takes files in modification-time order; files written within one
+        # tick of the file system's clock would tie and come in directory order
+        os.utime(os.path.join(path, f"{n:03d}.parquet"), (1_700_000_000 + n, 1_700_000_000 + n))
     schema = spark.read.parquet(path).schema
     return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
 

@@ -60,20 +60,26 @@ def write_in_tasks(writers: Writers, batch_id: int, run: str
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
-        table = unpack_output(pa.Table.from_batches(list(batches), schema=ROW_ARROW))
-        records = _is_record(table)
-        topics = table.column("topic")
+        for writer, _ in writers:  # while the stage computes the records
+            writer.begin(batch_id, run, partition)
         counters: Counter[str] = Counter()
         written: list[str] = []
-        for writer, names in writers:
-            tables = {}
-            for name in names:
-                rows = table.filter(pc.and_(records, pc.equal(topics, name)))
-                if rows.num_rows:
-                    tables[name] = rows.select(SINK_COLUMNS)
-            if tables:
-                counters.update(writer.write(batch_id, run, partition, tables))
-            written.extend(names)
+        try:
+            table = unpack_output(pa.Table.from_batches(list(batches), schema=ROW_ARROW))
+            records = _is_record(table)
+            topics = table.column("topic")
+            for writer, names in writers:
+                tables = {}
+                for name in names:
+                    rows = table.filter(pc.and_(records, pc.equal(topics, name)))
+                    if rows.num_rows:
+                        tables[name] = rows.select(SINK_COLUMNS)
+                if tables:
+                    counters.update(writer.write(batch_id, run, partition, tables))
+                written.extend(names)
+        finally:
+            for writer, _ in writers:
+                writer.end()
         mine = pc.fill_null(pc.is_in(topics, value_set=pa.array(written, pa.string())), False)
         rest = table.filter(pc.invert(pc.and_(records, mine)))
         yield from rest.to_batches()
