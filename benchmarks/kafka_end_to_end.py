@@ -252,9 +252,10 @@ def _final_sessions(bootstrap: str, counts_topic: str, pages_topic: str) -> Sess
     """The sessions of an engine's output topics, read_committed: ``(counts, pages,
     tombstones)``, counters of ``(partition, user, start, end, count)`` and of ``(partition,
     user, start, end, pages)``."""
-    from kspark.kafka.reader import read_to_end
+    from kspark.kafka.reader import read_to_end, wait_settled
     from kspark.serdes import SessionWindowed, String
 
+    wait_settled(bootstrap, [counts_topic, pages_topic])
     keys = SessionWindowed(String())
     counts: Counter = Counter()
     pages: Counter = Counter()
@@ -342,13 +343,23 @@ def _kspark_latency(args: argparse.Namespace, bootstrap: str, spark: Any,
         app.stop()
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
     print(f"kspark: {len(batches)} micro-batches, median "
-          f"{statistics.median(durations) if durations else 0:.2f} s")
+          f"{statistics.median(durations) if durations else 0:.2f} s, "
+          f"p90 {_quantile(durations, 0.9):.2f} s, max {max(durations, default=0):.2f} s")
+    for p in sorted(batches, key=lambda p: -p["durationMs"]["triggerExecution"])[:3]:
+        print(f"kspark: a slow micro-batch ({p['numInputRows']:,} input rows): " + ", ".join(
+            f"{k} {v}" for k, v in sorted(p["durationMs"].items()) if v >= 20))
     if batches:  # where a micro-batch's time goes (Spark's own phases), medians in ms
         phases = sorted({k for p in batches for k in p["durationMs"]})
         print("kspark: median ms per phase: " + ", ".join(
             f"{k} {statistics.median(p['durationMs'].get(k, 0) for p in batches):.0f}"
             for k in phases))
     return result
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank; 0 when empty)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
 
 
 def _kstreams_latency(args: argparse.Namespace, bootstrap: str, spark: Any,

@@ -189,8 +189,12 @@ def run_demo(
 
     console = console or Console()
     users = users or max(200, records // 200)
-    base = (int(time.time() * 1000) // 86_400_000 - 1) * 86_400_000  # yesterday, 00:00 UTC
-    clicks = [(u, c, base + ts) for u, c, ts in generate_clicks(records, users=users, seed=seed)]
+    generated = list(generate_clicks(records, users=users, seed=seed))
+    # the clicks end about now (on a whole minute): a windowed store's changelog topic keeps
+    # records for the store's retention plus a day, by their timestamps, as in Kafka Streams
+    span = max((ts for _, _, ts in generated), default=0) + 1
+    base = (int(time.time() * 1000) - span) // 60_000 * 60_000
+    clicks = [(u, c, base + ts) for u, c, ts in generated]
     result = DemoResult(produced=len(clicks), base_ms=base, out_of_order=_out_of_order(clicks))
     changelog = changelog_topic(APP_ID, COUNTS_STORE)
     workdir = tempfile.mkdtemp(prefix="kspark-demo-")

@@ -80,8 +80,13 @@ class TopicSpec:
 def client_config(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """librdkafka settings for a client of ``bootstrap_servers`` plus the user's own: its log
     says warnings and errors (librdkafka's informational lines, e.g. one per closed producer,
-    are left out unless the user's ``log_level`` asks for them)."""
-    return {"bootstrap.servers": bootstrap_servers, "log_level": 4, **(extra or {})}
+    are left out unless the user's ``log_level`` asks for them), and a short
+    ``reconnect.backoff.ms``: it also paces a new client's first connections to the brokers it
+    learns of, which kspark's short-lived clients of each micro-batch would wait for every
+    time (the backoff still doubles up to ``reconnect.backoff.max.ms`` for a broker that is
+    down)."""
+    return {"bootstrap.servers": bootstrap_servers, "log_level": 4, "reconnect.backoff.ms": 10,
+            **(extra or {})}
 
 
 def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:

@@ -146,14 +146,17 @@ class OffsetLookup:
             counts = {t: int(n or 0) for t, n in found.items()}
         return [(t, p) for t in sorted(counts) for p in range(counts[t])]
 
-    def list_offsets(self, tps: list[TP], spec: Any) -> dict[TP, int]:
+    def list_offsets(self, tps: list[TP], spec: Any, committed: bool = True) -> dict[TP, int]:
+        """Offsets of ``tps`` by ``spec``, for read-committed readers unless ``committed`` is
+        false (then the latest offset is the log's end, open transactions included)."""
         from confluent_kafka import IsolationLevel, TopicPartition
 
         if not tps:
             return {}
         futures = self.admin.list_offsets(
             {TopicPartition(t, p): spec for t, p in tps},
-            isolation_level=IsolationLevel.READ_COMMITTED,
+            isolation_level=(IsolationLevel.READ_COMMITTED if committed
+                             else IsolationLevel.READ_UNCOMMITTED),
             request_timeout=self.timeout,
         )
         out = {}
@@ -193,9 +196,12 @@ def read_range(
     fail_on_data_loss: bool = True,
     batch_size: int = 10_000,
     stall_timeout: float = 60.0,
+    consumer: Any | None = None,
 ) -> Iterator[list[Any]]:
     """Messages of ``rng`` (confluent-kafka ``Message`` objects, offsets in ``[start, end)``),
-    in offset order, in lists of at most ``batch_size``."""
+    in offset order, in lists of at most ``batch_size``. ``consumer``: a consumer of
+    :func:`consumer_config`'s settings to read with (assigned to the range, left open), instead
+    of a new one."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     if rng.end <= rng.start:
@@ -203,7 +209,9 @@ def read_range(
     where = f"Kafka topic {rng.topic!r} partition {rng.partition}"
     settings = consumer_config(bootstrap_servers, config)
     watch = AuthenticationWatch(bootstrap_servers, settings.get("error_cb"))
-    consumer = Consumer(watch.watching(settings))
+    borrowed: Any = consumer
+    if consumer is None:
+        consumer = Consumer(watch.watching(settings))
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         position = rng.start
@@ -253,7 +261,8 @@ def read_range(
                 watch.check()  # a refused login: at once, not after the stall timeout
             if time.monotonic() - max(last_progress, renewed) > RENEW_AFTER_S:
                 # a client that lost its broker (restarted, moved) can stay stuck: a new one
-                consumer.close()
+                if consumer is not borrowed:
+                    consumer.close()
                 consumer = Consumer(watch.watching(settings))
                 consumer.assign([TopicPartition(rng.topic, rng.partition, position)])
                 renewed = time.monotonic()
@@ -264,7 +273,10 @@ def read_range(
                     "truncated or the topic deleted?)"
                 )
     finally:
-        consumer.close()
+        if consumer is borrowed:
+            borrowed.unassign()
+        else:
+            consumer.close()
 
 
 def _poll(consumer: Any, n: int, timeout: float) -> list[Any]:
@@ -282,6 +294,31 @@ def report_data_loss(where: str, problem: str, fail_on_data_loss: bool) -> None:
             "fail_on_data_loss=False to skip them and go on"
         )
     log.warning("%s: %s; skipping (fail_on_data_loss=False)", where, problem)
+
+
+def wait_settled(bootstrap_servers: str, topics: list[str],
+                 config: dict[str, Any] | None = None, timeout: float = 30.0) -> bool:
+    """Wait until no transaction is open on any partition of ``topics`` (each partition's
+    read-committed end has reached its log end): a producer's commit returns before the
+    transaction's markers are written, so a read right after it may end before its records.
+    For reading a stopped application's output; returns whether it settled in ``timeout``."""
+    from confluent_kafka.admin import OffsetSpec
+
+    lookup = OffsetLookup(bootstrap_servers, config)
+    try:
+        tps = lookup.topic_partitions(topics)
+        deadline = time.monotonic() + timeout
+        while True:
+            stable = lookup.list_offsets(tps, OffsetSpec.latest())
+            if stable == lookup.list_offsets(tps, OffsetSpec.latest(), committed=False):
+                return True
+            if time.monotonic() > deadline:
+                log.warning("Kafka topics %s: a transaction is still open after %.0f s",
+                            topics, timeout)
+                return False
+            time.sleep(0.05)
+    finally:
+        lookup.close()
 
 
 def read_to_end(

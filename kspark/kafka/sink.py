@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kspark.errors import StreamsError
-from kspark.kafka.admin import client_config
+from kspark.kafka.admin import TopicError, client_config
 from kspark.kafka.reader import read_to_end
 
 log = logging.getLogger("kspark.kafka")
@@ -104,6 +104,9 @@ class TransactionalWriter:
                     "linger.ms": 5,
                     "queue.buffering.max.messages": 1_000_000,
                     "transaction.timeout.ms": 120_000,
+                    # librdkafka's connection to the transaction coordinator it has just found
+                    # may otherwise wait for its next wake-up (half a second) before it is made
+                    "topic.metadata.refresh.interval.ms": 50,
                     **self.config,
                 },
             )
@@ -244,30 +247,43 @@ def fence(bootstrap_servers: str, application_id: str, partitions: int,
 
 
 def last_marker(bootstrap_servers: str, topic: str, writer: str,
-                config: dict[str, Any] | None = None) -> dict[str, Any]:
+                config: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
     """The last committed marker of transactional id ``writer`` in marker topic ``topic``: the
     topic's last records are read first, further back only while the writer's is not among
-    them (compaction keeps the topic short; a writer writes a marker with each commit)."""
-    from kspark.kafka.reader import OffsetLookup, OffsetRange, read_range
+    them (compaction keeps the topic short; a writer writes a marker with each commit). One
+    read-committed consumer finds the partitions, their committed ends and the records."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    from kspark.kafka.reader import OffsetRange, consumer_config, read_range
 
     key = writer.encode()
-    lookup = OffsetLookup(bootstrap_servers, config)
-    try:
-        tps = lookup.topic_partitions([topic])
-        low, high = lookup.earliest(tps), lookup.latest(tps)
-    finally:
-        lookup.close()
     found: dict[str, Any] = {"run": None, "batch": -1}
-    for tp in tps:
-        end, span = high[tp], 64
-        while end > low[tp]:
-            start = max(low[tp], end - span)
-            hits = [m for chunk in read_range(bootstrap_servers, OffsetRange(*tp, start, end),
-                                              config)
-                    for m in chunk if m.key() == key]
-            if hits:
-                if hits[-1].value() is not None:
-                    found = json.loads(hits[-1].value())
-                break
-            end, span = start, span * 4
+    consumer = Consumer(consumer_config(bootstrap_servers, config))
+    try:
+        meta = consumer.list_topics(topic, timeout).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise TopicError(f"Kafka topic {topic!r} does not exist on {bootstrap_servers} "
+                             f"(the marker topic of writer {writer!r})")
+        for partition in sorted(meta.partitions):
+            try:  # a read-committed consumer's end offset is the last stable offset
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                           timeout, cached=False)
+            except KafkaException as exc:
+                raise TopicError(f"Kafka topic {topic!r} partition {partition} on "
+                                 f"{bootstrap_servers}: cannot read its offsets to find the "
+                                 f"marker of writer {writer!r}: {exc.args[0].str()}") from exc
+            end, span = high, 64
+            while end > low:
+                start = max(low, end - span)
+                rng = OffsetRange(topic, partition, start, end)
+                hits = [m for chunk in read_range(bootstrap_servers, rng, config,
+                                                  consumer=consumer)
+                        for m in chunk if m.key() == key]
+                if hits:
+                    if hits[-1].value() is not None:
+                        found = json.loads(hits[-1].value())
+                    break
+                end, span = start, span * 4
+    finally:
+        consumer.close()
     return found

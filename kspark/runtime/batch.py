@@ -42,6 +42,10 @@ class TaskStateBackend(Protocol):
 
     def save_bucket(self, store: str, bucket: int, blob: bytes | None) -> None: ...
 
+    def prefetch(self) -> None:
+        """Read every bucket of the task at once (when the batch will touch most of them):
+        later loads take them from what was read."""
+
 
 class DictTaskState:
     """A task's durable state in a dict (tests, and a reference for other backends)."""
@@ -65,6 +69,9 @@ class DictTaskState:
             self.buckets.pop((store, bucket), None)
         else:
             self.buckets[(store, bucket)] = blob
+
+    def prefetch(self) -> None:
+        """Nothing to do: the buckets are in memory."""
 
 
 @dataclass
@@ -91,6 +98,21 @@ class BatchResult:
 
 def wall_clock_now() -> int:
     return int(time.time() * 1000)
+
+
+def _touches_most_buckets(batch: SourceBatch, buckets: int) -> bool:
+    """Whether the batch's keys are likely to touch most of each store's ``buckets``: at least
+    twice as many distinct keys among its first records (which touch about 86 % of them when
+    the stores are keyed by the records' keys)."""
+    wanted = 2 * buckets
+    if len(batch.keys) < wanted:
+        return False
+    seen: set[Any] = set()
+    for key in batch.keys[: 64 * buckets].tolist():
+        seen.add(key)
+        if len(seen) >= wanted:
+            return True
+    return False
 
 
 def run_task_batch(
@@ -129,6 +151,8 @@ def run_task_batch(
         task.init()
         return task
 
+    if isinstance(records, SourceBatch) and _touches_most_buckets(records, config.state_buckets):
+        state.prefetch()
     metrics = Metrics()
     task = new_task(metrics)
     fast = 0

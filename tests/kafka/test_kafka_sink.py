@@ -9,6 +9,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kafka_util import BASE_MS, consume, create
 
 from kspark.errors import StreamsError
+from kspark.kafka.admin import TopicError
 from kspark.kafka.reader import read_to_end
 from kspark.kafka.sink import TransactionalWriter, marker_topic, transactional_id
 
@@ -137,3 +138,40 @@ def test_a_delivery_error_aborts_the_batch_and_names_the_topic(bootstrap, topic)
     assert f"topic {topic!r} partition 0" in str(err.value)
     assert "aborted" in str(err.value)
     assert _values(bootstrap, topic) == []  # none of the batch is visible
+
+
+def test_the_marker_is_found_behind_many_markers_of_other_writers(bootstrap, out):
+    """The marker search reads the topic backwards in growing spans with one consumer: a
+    writer's marker behind 300 markers of other writers (and their transaction markers) is
+    found, and an open transaction of another writer does not hold the search up."""
+    mine = TransactionalWriter(bootstrap, out, partition=0)
+    mine.open()
+    assert _write(mine, out, "run-1", 7, _batch(7, n=2)) == 2
+    mine.close()
+    others = [TransactionalWriter(bootstrap, out, partition=p) for p in range(1, 4)]
+    for w in others:
+        w.open()
+    for batch_id in range(100):
+        for w in others:
+            _write(w, out, "run-1", batch_id, _batch(batch_id, n=1))
+    for w in others:
+        w.close()
+    # another writer's transaction left open on the marker topic
+    open_txn = Producer({"bootstrap.servers": bootstrap,
+                         "transactional.id": transactional_id(out, 9)})
+    open_txn.init_transactions(30)
+    open_txn.begin_transaction()
+    open_txn.produce(marker_topic(out), b'{"run": "x", "batch": 1}', transactional_id(out, 9))
+    assert open_txn.flush(30) == 0
+    again = TransactionalWriter(bootstrap, out, partition=0)
+    assert again.last_marker() == {"run": "run-1", "batch": 7}
+    assert TransactionalWriter(bootstrap, out, partition=5).last_marker() == {
+        "run": None, "batch": -1}
+    open_txn.abort_transaction(30)
+
+
+def test_a_missing_marker_topic_is_named(bootstrap, topic):
+    create(bootstrap, topic, 2)
+    writer = TransactionalWriter(bootstrap, topic)
+    with pytest.raises(TopicError, match=f"{marker_topic(topic)}.*does not exist"):
+        writer.last_marker()

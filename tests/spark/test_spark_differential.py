@@ -139,6 +139,24 @@ def test_update_streams_equal_with_caching_off(spark, app_dir, seed):
     assert app.metrics()["dropped-records-total"] > 0  # late clicks were dropped and counted
 
 
+def test_batches_that_read_all_their_state_at_once_agree_with_one_batch(spark, app_dir):
+    """With one state bucket a micro-batch of 2 or more keys per task reads every bucket of the
+    task in one pass over Spark's state (``prefetch``) instead of one call per bucket. Four
+    micro-batches, two tasks in each Spark task, each reading the state the one before wrote,
+    must give the records one micro-batch gives (per partition in the same order)."""
+    inputs = random_input(4)
+    config = {"state.buckets": 1}
+    runs = [
+        run_spark(spark, topology(False), inputs, OUTPUTS, INPUT_SERDES, app_dir,
+                  batches=batches, partitions=2, config=config,
+                  app_id=f"diff-prefetch-{batches}")[0]
+        for batches in (4, 1)
+    ]
+    for topic in OUTPUTS:
+        assert runs[1][topic], f"{topic}: one micro-batch produced nothing"
+        assert sorted(map(repr, runs[0][topic])) == sorted(map(repr, runs[1][topic])), topic
+
+
 def test_final_tables_equal_with_caching_on(spark, app_dir):
     inputs = random_input(3)
     expected = run_driver(topology(True), inputs, OUTPUTS, INPUT_SERDES)

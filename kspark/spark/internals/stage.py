@@ -107,6 +107,9 @@ class SparkTaskState:
     def __init__(self, meta: Any, buckets: Any) -> None:
         self.meta = meta
         self.buckets = buckets
+        #: every bucket's blob since :meth:`prefetch` (kept as saved: a task that runs the
+        #: batch again, record by record, loads the same state)
+        self._prefetched: dict[tuple[str, int], bytes] | None = None
 
     def get_meta(self) -> bytes | None:
         row = self.meta.get()
@@ -116,10 +119,24 @@ class SparkTaskState:
         self.meta.update((blob,))
 
     def load(self, store: str, bucket: int) -> Any | None:
+        if self._prefetched is not None:
+            blob = self._prefetched.get((store, bucket))
+            return None if blob is None else pickle.loads(blob)
         row = self.buckets.getValue((store, bucket))
         return None if row is None else pickle.loads(row[0])
 
+    def prefetch(self) -> None:
+        """Every bucket of the task in one pass over the MapState (a few calls to Spark's state
+        server instead of one per bucket)."""
+        self._prefetched = {(key[0], int(key[1])): value[0]
+                            for key, value in self.buckets.iterator()}
+
     def save_bucket(self, store: str, bucket: int, blob: bytes | None) -> None:
+        if self._prefetched is not None:
+            if blob is None:
+                self._prefetched.pop((store, bucket), None)
+            else:
+                self._prefetched[(store, bucket)] = blob
         if blob is None:
             self.buckets.removeKey((store, bucket))
         else:

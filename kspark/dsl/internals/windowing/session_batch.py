@@ -4,6 +4,7 @@ processing (see :class:`SessionBatch`)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 import numpy as np
@@ -101,12 +102,14 @@ class SessionBatch(SessionEmission):
         initial_bound = self.observed0 - store.retention_ms
         code_start = np.flatnonzero(np.r_[True, cl_code[1:] != cl_code[:-1]])
         code_end = np.r_[code_start[1:], n_clusters]
+        # a key's clusters are apart and in time order: both bounds are sorted per key
+        maxima, minima, codes = cl_max.tolist(), cl_min.tolist(), cl_code.tolist()
         for lo, hi in zip(code_start.tolist(), code_end.tolist()):
-            for end, start, agg, stamp in store.raw_sessions(keys[int(cl_code[lo])]):
+            for end, start, agg, stamp in store.raw_sessions(keys[codes[lo]]):
                 if end <= initial_bound:
                     continue  # expired: no record finds it again
-                a = lo + int(np.searchsorted(cl_max[lo:hi], start - gap, "left"))
-                b = lo + int(np.searchsorted(cl_min[lo:hi], end + gap, "right"))
+                a = bisect_left(maxima, start - gap, lo, hi)
+                b = bisect_right(minima, end + gap, lo, hi)
                 if b - a >= 1:
                     if b - a > 1:
                         bad[a:b] = True

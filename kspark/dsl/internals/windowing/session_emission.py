@@ -133,13 +133,16 @@ class SessionEmission:
         p0, p_last = int(pos[f]), int(pos[last])
         stamps = self.stamps
         events = self.events
-        if self.logged:
+        if self.logged and last > f:
             self._intermediate_tombstones(key, f, last, pos, wmin, wmax, found)
         for seq, (fe, fs, fagg, _) in enumerate(found):
             if len(found) == 1 and wmin[f] == fs and wmax[f] == fe:
                 # the first record lands inside the stored session: same window again
-                same = (wmin[f : last + 1] == fs) & (wmax[f : last + 1] == fe)
-                changed = np.flatnonzero(~same)
+                if last == f:
+                    changed: Any = ()
+                else:
+                    same = (wmin[f : last + 1] == fs) & (wmax[f : last + 1] == fe)
+                    changed = np.flatnonzero(~same)
                 if not len(changed):
                     events.append((p_last, LAST_SEQ, final, fagg, agg, int(stamps[p_last])))
                     return
