@@ -71,6 +71,12 @@ class Serde:
         serialize = self.serialize
         return [serialize(v) for v in values]
 
+    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+        """:meth:`deserialize` of each item (subclasses may do it faster, with the same
+        results and errors)."""
+        deserialize = self.deserialize
+        return [deserialize(d) for d in data]
+
     def deserialize(self, data: bytes | None) -> Any:
         if data is None:
             return None
@@ -114,6 +120,14 @@ class String(Serde):
 
     def _deserialize(self, data: bytes) -> str:
         return data.decode("utf-8")
+
+    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+        if type(self) is not String:
+            return super().deserialize_all(data)
+        try:
+            return [None if d is None else d.decode("utf-8") for d in data]
+        except (UnicodeDecodeError, AttributeError):
+            return super().deserialize_all(data)  # names the item at fault
 
 
 class Long(Serde):

@@ -17,6 +17,7 @@ from typing import Any
 from kspark.errors import BadInputError
 from kspark.hashing import kafka_partition
 from kspark.io.location import AppView, PartitionWriter, TopicLocation
+from kspark.io.record_files import read_record_file
 from kspark.io.schema import SINK_SCHEMA, sink_rows
 from kspark.io.typed import TIMESTAMP_MS, TypedLayout, layout_for
 
@@ -260,6 +261,10 @@ def file_rows(
     naming the file, line, field and value; with ``skip_invalid`` it becomes a record with the
     raw row as value and timestamp :data:`INVALID_TIMESTAMP`, which the task skips and counts
     (and dead-letters) as the deserialization handler ``log_and_continue`` says."""
+    if fmt == "kspark":
+        columns = read_record_file(path, partitions)
+        if columns is not None:
+            return columns
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
     stamps: list[int] = []

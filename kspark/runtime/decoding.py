@@ -94,7 +94,7 @@ def decode_column(raw: Any, serde: Any, *, dedupe: bool, encoded: Encoded | None
         codes[valid], first = pd.factorize(raw_codes[valid])
         uniq = raw_uniques[first]
     try:
-        decoded = [serde.deserialize(u) for u in uniq]
+        decoded = serde.deserialize_all(uniq)
     except (SerializationError, ValueError):
         return None
     codes = codes.astype(np.int64, copy=False)

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kspark import io, serdes
 from kspark.errors import BadInputError
 from kspark.io.files import INVALID_TIMESTAMP, file_rows
+from kspark.io.record_files import read_record_file
 
 
 def _jsonl(path, rows) -> str:
@@ -52,3 +56,33 @@ def test_with_skip_invalid_the_row_becomes_a_record_the_task_skips(tmp_path):
     keys, values, stamps, _ = file_rows(path, "jsonl", "user", None, "ts", 1, skip_invalid=True)
     assert keys == [b"u", b"v", b"w"] and stamps == [1, INVALID_TIMESTAMP, 3]
     assert json.loads(values[1]) == {"user": "v", "ts": "soon"}  # the whole row, for dead letters
+
+
+_BYTES = st.one_of(st.none(), st.binary(max_size=24), st.text(max_size=12).map(str.encode))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_BYTES, _BYTES, st.integers(0, 2**62), st.integers(0, 2)),
+                min_size=1, max_size=30))
+def test_kspark_files_are_read_in_columns_exactly_as_written(records):
+    """Keys and values as UTF-8 text or Base64 (any bytes, None), timestamps and partitions:
+    the Arrow reader gives back what the writer wrote, and so does ``file_rows``."""
+    with tempfile.TemporaryDirectory() as root:
+        topic = io.files(root, format="kspark", partitions=3)
+        topic.write_batch(0, records)
+        path = os.path.join(root, sorted(os.listdir(root))[0])
+        expected = tuple(list(column) for column in zip(*records))
+        assert read_record_file(path, 3) == expected
+        assert file_rows(path, "kspark", "key", None, "timestamp", 3) == expected
+
+
+def test_a_kspark_file_arrow_cannot_read_is_read_line_by_line(tmp_path):
+    """A timestamp given as a whole float or as text: Arrow's reader declines the file, the
+    line-by-line reader takes it (as it did before Arrow read these files)."""
+    path = _jsonl(tmp_path / "b.jsonl", [
+        {"key": "a", "value": "x", "timestamp": 5.0, "partition": 0},
+        {"key": "b", "value_b64": "AAE=", "timestamp": "7", "partition": 0},
+    ])
+    assert read_record_file(path, 1) is None
+    assert file_rows(path, "kspark", "key", None, "timestamp", 1) == (
+        [b"a", b"b"], [b"x", b"\x00\x01"], [5, 7], [0, 0])

@@ -71,7 +71,7 @@ def test_sessions_topic_to_topic_equal_the_test_driver(spark, app_dir, bootstrap
 def test_killed_and_restarted_app_loses_and_duplicates_nothing(spark, app_dir, bootstrap,
                                                                prefix):
     create(bootstrap, f"{prefix}clicks", 4)
-    clicks = _clicks(900, seed=8)
+    clicks = _clicks(3000, seed=8)  # 15 micro-batches: the kill lands before the last
     parts = produce(bootstrap, f"{prefix}clicks", clicks)
     checkpoint = os.path.join(app_dir, "ck")
     proc = subprocess.Popen(

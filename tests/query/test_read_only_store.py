@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from query_topologies import (
     COUNTS,
     DAY,
@@ -27,7 +31,9 @@ from kspark import (
     Windowed,
     serdes,
 )
-from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
+from kspark.errors import SerializationError
+from kspark.serdes import String
+from kspark.state.internals.changelog import ChangelogCodec, ChangelogKeySerde, changelog_topic
 from kspark.state.views import read_only_view
 
 TOPIC = changelog_topic("app-a", COUNTS)
@@ -233,3 +239,29 @@ def test_views_are_read_only_and_reject_empty_time_ranges():
     with pytest.raises(ValueError, match=r"from \(10\) is after to \(5\)"):
         view.fetch_range("k", 10, 5)
     assert view.fetch_all(5, 5) == []
+
+
+_KEY_BYTES = st.one_of(
+    st.text(max_size=8).map(str.encode),
+    st.binary(max_size=20),  # not UTF-8 text, or shorter than a window's 12 bytes
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.text(max_size=8), st.integers(0, 2**40)).map(
+        lambda kw: kw[0].encode() + struct.pack(">qi", kw[1], 0)),
+    _KEY_BYTES,
+), min_size=1, max_size=12))
+def test_changelog_keys_decode_in_bulk_as_one_by_one(keys):
+    """A restoring task decodes a window store's changelog keys in bulk: the same store keys,
+    or, when some key does not fit the store's layout, the same error naming it."""
+    serde = ChangelogKeySerde(ChangelogCodec("window", String(), None, 60_000))
+    try:
+        expected = [serde.deserialize(k) for k in keys]
+    except SerializationError as exc:
+        with pytest.raises(SerializationError) as caught:
+            serde.deserialize_all(keys)
+        assert str(caught.value) == str(exc)
+    else:
+        assert serde.deserialize_all(keys) == expected

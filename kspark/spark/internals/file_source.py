@@ -385,52 +385,30 @@ def _parquet_batch(
         pa.RecordBatch.from_arrays(columns, schema=INPUT_ARROW))
 
 
-#: the fields of a line of a file in kspark's own format (see ``kspark.io.files``)
-_KSPARK_FIELDS = [("key", "string"), ("key_b64", "string"), ("value", "string"),
-                  ("value_b64", "string"), ("timestamp", "int64"), ("partition", "int64")]
-
-
 def _kspark_batch(path: str, lo: int, hi: int | None, partitions: int, topic: str,
                   base: int) -> Any | None:
-    """Records ``[lo, hi)`` of a file that kspark's sinks wrote (format "kspark": JSON lines
-    of key or base64 key, value or base64 value, timestamp, partition), parsed by Arrow's JSON
-    reader: exactly what :func:`kspark.io.files.file_rows` gives. ``None`` when the file needs
-    the row-by-row reader (a malformed line, a missing field or a partition out of range: it
-    reports them with their line)."""
-    import base64
-
+    """Records ``[lo, hi)`` of a file that kspark's sinks wrote (format "kspark"), read in
+    columns by Arrow (:func:`~kspark.io.record_files.read_record_file`): exactly what
+    :func:`kspark.io.files.file_rows` gives. ``None`` when the file needs the row-by-row reader
+    (a malformed line, a missing field or a partition out of range: it reports them with their
+    line)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.json as pj
 
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in _KSPARK_FIELDS])
-    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    try:
-        table = pj.read_json(path, parse_options=options).slice(lo, None if hi is None
-                                                                  else hi - lo)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-    stamps, parts = table.column("timestamp"), table.column("partition")
-    if stamps.null_count or parts.null_count:
-        return None
-    part_values = parts.to_numpy()
-    if len(part_values) and (part_values.min() < 0 or part_values.max() >= partitions):
-        return None
-    b64decode = base64.b64decode
+    from kspark.io.record_files import read_record_file
 
-    def data(name: str) -> list[bytes | None]:
-        return [b64decode(b) if b is not None else None if t is None else t.encode("utf-8")
-                for t, b in zip(table.column(name).to_pylist(),
-                                table.column(f"{name}_b64").to_pylist())]
-
-    n = table.num_rows
+    columns = read_record_file(path, partitions)
+    if columns is None:
+        return None
+    keys, values, stamps, parts = (column[lo:hi] for column in columns)
+    n = len(keys)
     return pa.RecordBatch.from_arrays([
-        pa.array(data("key"), pa.binary()),
-        pa.array(data("value"), pa.binary()),
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
         pa.array([topic] * n, pa.string()),
-        pa.array(part_values.astype(np.int32), pa.int32()),
+        pa.array(parts, pa.int32()),
         pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
-        stamps.combine_chunks().cast(pa.int64()),
+        pa.array(stamps, pa.int64()),
     ], schema=INPUT_ARROW)
 
 

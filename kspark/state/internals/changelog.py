@@ -15,6 +15,7 @@ as a source (:class:`ChangelogKeySerde`), the error names the topic, partition a
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 from kspark.serdes import Pickle, Serde, as_serde
@@ -117,6 +118,23 @@ class ChangelogCodec:
         )
         return (windowed, seq) if self.retain_duplicates else windowed
 
+    def decode_keys(self, data: list[bytes]) -> list[Any]:
+        """:meth:`decode_key` of each item, a window store's in bulk: the same store keys, and
+        for bytes that do not fit, the same error."""
+        if self.kind != "window" or self.retain_duplicates or not data:
+            return [self.decode_key(d) for d in data]
+        if min(map(len, data)) < 12:
+            return [self.decode_key(d) for d in data]
+        windows = list(struct.iter_unpack(">qi", b"".join([d[-12:] for d in data])))
+        if any(seq != 0 or start < 0 for start, seq in windows):
+            return [self.decode_key(d) for d in data]
+        try:
+            inner = self.key_serde.deserialize_all([d[:-12] for d in data])
+        except Exception:
+            return [self.decode_key(d) for d in data]
+        size = self.window_size_ms or 0
+        return [Windowed(k, Window(start, start + size)) for k, (start, _) in zip(inner, windows)]
+
     def _check_length(self, data: bytes, least: int, layout: str) -> None:
         if len(data) < least:
             raise ValueError(
@@ -171,6 +189,14 @@ class ChangelogKeySerde(_CodecSerde):
 
     def _deserialize(self, data: bytes) -> Any:
         return self.codec.decode_key(data)
+
+    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+        if any(d is None for d in data):
+            return super().deserialize_all(data)
+        try:
+            return self.codec.decode_keys([bytes(d) for d in data if d is not None])
+        except Exception:
+            return super().deserialize_all(data)  # the error of the item at fault
 
 
 class ChangelogValueSerde(_CodecSerde):
