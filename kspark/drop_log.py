@@ -34,14 +34,15 @@ class DropLog:
     ) -> None:
         self.interval_s = interval_s
         self._clock = clock
-        self._pending: dict[tuple[str, str], _Pending] = {}
+        #: drops not summarised yet, per (task id, reason); empty: nothing to summarise
+        self.pending: dict[tuple[str, str], _Pending] = {}
         self._lock = threading.Lock()
 
     def dropped(self, task_id: str, reason: str, detail: str) -> None:
         """Note one dropped record (``detail`` names it: topic, partition, offset, key...)."""
         log.debug("task %s: dropped record (%s): %s", task_id, reason, detail)
         with self._lock:
-            entry = self._pending.setdefault((task_id, reason), _Pending())
+            entry = self.pending.setdefault((task_id, reason), _Pending())
             entry.count += 1
             if not entry.example:
                 entry.example = detail
@@ -49,15 +50,15 @@ class DropLog:
 
     def flush_due(self, task_id: str | None = None) -> None:
         """Summarise what is pending (of one task, or all) whose interval has passed."""
-        if not self._pending:  # nothing dropped yet: no lock taken
+        if not self.pending:  # nothing dropped yet: no lock taken
             return
         with self._lock:
-            keys = [k for k in self._pending if task_id is None or k[0] == task_id]
+            keys = [k for k in self.pending if task_id is None or k[0] == task_id]
             self._summarise_due(self._clock(), keys)
 
     def _summarise_due(self, now: float, keys: list[tuple[str, str]]) -> None:
         for key in keys:
-            entry = self._pending[key]
+            entry = self.pending[key]
             if entry.count and now - entry.last_summary >= self.interval_s:
                 log.warning(
                     "task %s: %d record(s) dropped (%s) since the last summary; e.g. %s",

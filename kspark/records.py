@@ -43,7 +43,7 @@ def to_headers(headers: Any) -> Headers:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Record:
     """A record flowing through a topology: key, value, timestamp (ms) and headers.
 
@@ -55,9 +55,15 @@ class Record:
     timestamp: int | None = None
     headers: Headers = ()
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.headers, tuple):
-            object.__setattr__(self, "headers", to_headers(self.headers))
+    def __init__(
+        self, key: Any, value: Any, timestamp: int | None = None, headers: Any = ()
+    ) -> None:
+        # the slots set directly (a frozen dataclass's own __init__ goes through
+        # object.__setattr__ and __post_init__, the same result at twice the cost)
+        _set_key(self, key)
+        _set_value(self, value)
+        _set_timestamp(self, timestamp)
+        _set_headers(self, headers if isinstance(headers, tuple) else to_headers(headers))
 
     def with_key(self, key: Any) -> Record:
         return Record(key, self.value, self.timestamp, self.headers)
@@ -70,6 +76,12 @@ class Record:
 
     def with_headers(self, headers: Any) -> Record:
         return Record(self.key, self.value, self.timestamp, to_headers(headers))
+
+
+_set_key = Record.__dict__["key"].__set__
+_set_value = Record.__dict__["value"].__set__
+_set_timestamp = Record.__dict__["timestamp"].__set__
+_set_headers = Record.__dict__["headers"].__set__
 
 
 def event_time(record: Record) -> int:

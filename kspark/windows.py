@@ -9,7 +9,7 @@ from typing import Any
 from kspark._duration import Duration, to_ms
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True, order=True, init=False)
 class Window:
     """A time window ``[start, end]`` in ms. Session windows are inclusive at both ends; time
     windows are ``[start, end)``. Equality and hashing by value."""
@@ -17,23 +17,36 @@ class Window:
     start: int
     end: int
 
-    def __post_init__(self) -> None:
-        if self.end < self.start:
-            raise ValueError(f"window end {self.end} is before its start {self.start}")
+    def __init__(self, start: int, end: int) -> None:
+        # the slots set directly, as a frozen dataclass's own __init__ would set them
+        if end < start:
+            raise ValueError(f"window end {end} is before its start {start}")
+        _set_start(self, start)
+        _set_end(self, end)
 
     def overlaps(self, other: Window) -> bool:
         return self.start <= other.end and other.start <= self.end
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Windowed:
     """A key together with the window it was aggregated in."""
 
     key: Any
     window: Window
 
+    def __init__(self, key: Any, window: Window) -> None:
+        _set_key(self, key)
+        _set_window(self, window)
+
     def __repr__(self) -> str:
         return f"Windowed({self.key!r}, [{self.window.start}, {self.window.end}])"
+
+
+_set_start = Window.__dict__["start"].__set__
+_set_end = Window.__dict__["end"].__set__
+_set_key = Windowed.__dict__["key"].__set__
+_set_window = Windowed.__dict__["window"].__set__
 
 
 def _positive(value: Duration, what: str) -> int:

@@ -53,7 +53,7 @@ class ProcessorContext:
 
     def forward(self, record: Record, child_name: str | None = None) -> None:
         """Send ``record`` to every child, or only to ``child_name``."""
-        self._task.forward(self._node, record, child_name)
+        self._task.forwarding.forward(self._node, record, child_name)
 
     def forward_all(self, records: list[Record]) -> None:
         """Send each of ``records`` to every child, in order: the same as calling

@@ -9,6 +9,9 @@ from typing import Any
 
 from kspark.records import RecordMetadata
 
+#: a record's topic, partition and offset, made a :class:`RecordMetadata` when asked for
+Origin = tuple[str, int, int]
+
 
 @dataclass(slots=True)
 class RecordContext:
@@ -17,11 +20,20 @@ class RecordContext:
 
     node: str | None = None
     timestamp: int = -1
-    metadata: RecordMetadata | None = None
+    metadata: RecordMetadata | Origin | None = None
     failed_node: str | None = None
 
+    def record_metadata(self) -> RecordMetadata | None:
+        """The origin of the record being processed (``None`` in punctuation)."""
+        meta = self.metadata
+        if isinstance(meta, tuple):
+            meta = RecordMetadata(*meta)
+            self.metadata = meta
+        return meta
+
     def run_in(
-        self, node: str, timestamp: int, metadata: RecordMetadata | None, fn: Callable[[], Any]
+        self, node: str, timestamp: int, metadata: RecordMetadata | Origin | None,
+        fn: Callable[[], Any],
     ) -> Any:
         """``fn()`` with the context set to ``node``, ``timestamp`` and ``metadata``."""
         previous = self.node, self.timestamp, self.metadata

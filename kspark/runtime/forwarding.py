@@ -8,6 +8,7 @@ sink, a list of records (or columns) goes through them at once, with the same ou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from kspark.config import StreamsConfig
@@ -17,10 +18,13 @@ from kspark.record_columns import RecordColumns
 from kspark.records import Record
 from kspark.runtime.context import RecordContext
 from kspark.runtime.serialized import Output, OutputBlock, OutputRecord
+from kspark.serdes import serializer_of
 from kspark.topology.topology import SinkNode, Topology
 
 #: a straight line below a node: its stateless operators (name, processor) and the sink's name
 SinkChain = tuple[list[tuple[str, RecordMapper]], str]
+#: what a sink writes one record with: its node, key and value serializers
+_SinkWriter = tuple[SinkNode, Callable[[Any], bytes | None], Callable[[Any], bytes | None]]
 
 
 class Forwarding:
@@ -44,6 +48,7 @@ class Forwarding:
         self.output: Output = []
         #: sink node name -> (node, key serde, value serde)
         self._sinks: dict[str, tuple[SinkNode, Any, Any]] = {}
+        self._writers: dict[str, _SinkWriter] = {}
         self._chains: dict[str, SinkChain | None] = {}
 
     def drain(self) -> Output:
@@ -61,8 +66,9 @@ class Forwarding:
                     f"processor {from_node!r} has no child {child_name!r}; children: {children}"
                 )
             children = [child_name]
+        deliver = self.deliver
         for child in children:
-            self.deliver(child, record)
+            deliver(child, record)
 
     def forward_all(self, from_node: str, records: list[Record]) -> None:
         """:meth:`forward` each of ``records`` (all timestamped) from ``from_node``, in order;
@@ -159,10 +165,23 @@ class Forwarding:
         else:
             self.output.append(OutputBlock(topic, keys, values, stamps))
 
+    def _writer(self, name: str) -> _SinkWriter | None:
+        """How sink ``name`` writes one record (``None``: not a sink)."""
+        writer = self._writers.get(name)
+        if writer is None:
+            sink = self._sink(name)
+            if sink is None:
+                return None
+            node, key_serde, value_serde = sink
+            writer = self._writers[name] = (
+                node, serializer_of(key_serde), serializer_of(value_serde)
+            )
+        return writer
+
     def deliver(self, name: str, record: Record) -> None:
         """Hand ``record`` (timestamped: :meth:`forward` sets it) to processor ``name``, or
         write it if ``name`` is a sink."""
-        ts = cast(int, record.timestamp)
+        ts: int = record.timestamp  # type: ignore[assignment]  # set by forward
         processor = self.processors.get(name)
         if processor is not None:
             current = self.current
@@ -176,13 +195,13 @@ class Forwarding:
             finally:
                 current.node, current.timestamp = previous, previous_ts
             return
-        sink = self._sink(name)
-        if sink is None:
+        writer = self._writers.get(name) or self._writer(name)
+        if writer is None:
             return
-        node, key_serde, value_serde = sink
+        node, key_of, value_of = writer
         try:
-            key = key_serde.serialize(record.key)
-            value = value_serde.serialize(record.value)
+            key = key_of(record.key)
+            value = value_of(record.value)
         except SerializationError as exc:
             raise SerializationError(f"sink {node.name!r} (topic {node.topic!r}): {exc}") from exc
         self.output.append(OutputRecord(node.topic, key, value, ts, record.headers))

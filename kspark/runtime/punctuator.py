@@ -19,7 +19,8 @@ class Punctuator:
 
     def __init__(self, wall_clock: Callable[[], int]) -> None:
         self.wall_clock_ms = wall_clock
-        self._stream = PunctuationQueue()
+        #: the stream-time schedules (``stream.next_due``: the earliest due time)
+        self.stream = PunctuationQueue()
         self._wall = PunctuationQueue()
         self._restored: dict[str, tuple[str, int, int]] = {}
 
@@ -30,12 +31,12 @@ class Punctuator:
     def dues(self) -> dict[str, tuple[str, int, int]]:
         """Every schedule's key -> (type, interval, next due time), for the checkpoint."""
         return {s.key: (s.type.value, s.interval, s.due)
-                for queue in (self._stream, self._wall) for s in queue.schedules()}
+                for queue in (self.stream, self._wall) for s in queue.schedules()}
 
     def schedule(self, node: str, slot: int, interval: int, type: PunctuationType,
                  callback: Callable[[int], Any]) -> Cancellable:
         if type is PunctuationType.STREAM_TIME:
-            due, queue = 0, self._stream
+            due, queue = 0, self.stream
         else:
             due, queue = self.wall_clock_ms() + interval, self._wall
         schedule = PunctuationSchedule(node, slot, type, interval, due, callback)
@@ -47,18 +48,14 @@ class Punctuator:
 
     @property
     def has_stream_time_schedules(self) -> bool:
-        return bool(self._stream.schedules())
-
-    def stream_time_due(self, stream_time: int) -> bool:
-        """Whether a stream-time schedule may be due at ``stream_time`` (cheap to ask)."""
-        return stream_time >= self._stream.next_due and stream_time >= 0
+        return bool(self.stream.schedules())
 
     def punctuate_stream_time(self, stream_time: int,
                               fire: Callable[[PunctuationSchedule, int], None]) -> bool:
         """Fire due stream-time schedules; only once the task has a stream time."""
         if stream_time < 0:
             return False
-        return self._stream.may_punctuate(stream_time, fire)
+        return self.stream.may_punctuate(stream_time, fire)
 
     def punctuate_wall_clock(self, now: int,
                              fire: Callable[[PunctuationSchedule, int], None]) -> bool:

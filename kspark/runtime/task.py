@@ -19,7 +19,7 @@ from kspark.processor.api import ProcessorContext
 from kspark.processor.batch import BatchProcessor, StreamTimeFollower
 from kspark.processor.punctuation import Cancellable, PunctuationSchedule, PunctuationType
 from kspark.record_columns import RecordColumns
-from kspark.records import Record, RecordMetadata
+from kspark.records import Headers, Record, RecordMetadata
 from kspark.runtime.bad_records import skip_or_fail
 from kspark.runtime.batch_view import BatchView, FastPathAborted, separate_branches
 from kspark.runtime.context import RecordContext
@@ -38,22 +38,13 @@ from kspark.runtime.serialized import (
     output_count,
     output_records,
 )
+from kspark.serdes import deserializer_of
 from kspark.state.internals.base import BucketLoader, StoreBase
 from kspark.topology.topology import ProcessorNode, SourceNode, SubTopology, Topology
 
 __all__ = [
-    "BatchView",
-    "Encoded",
-    "FastPathAborted",
-    "Output",
-    "OutputBlock",
-    "OutputRecord",
-    "SourceBatch",
-    "SourceRecord",
-    "Task",
-    "decode_column",
-    "output_columns",
-    "output_count",
+    "BatchView", "Encoded", "FastPathAborted", "Output", "OutputBlock", "OutputRecord",
+    "SourceBatch", "SourceRecord", "Task", "decode_column", "output_columns", "output_count",
     "output_records",
 ]
 
@@ -105,6 +96,7 @@ class Task:
         #: the processor running now and the record it handles
         self.current = RecordContext()
         self.punctuator = Punctuator(wall_clock)
+        self._stream_schedules = self.punctuator.stream
         self._children: dict[str, list[str]] = {}
         self._source_by_topic: dict[str, SourceNode] = {}
         self._inputs: dict[str, _SourceInput] = {}
@@ -113,6 +105,7 @@ class Task:
         self.processors: dict[str, Any] = {}
         self.forwarding = Forwarding(topology, config, self.current, self.processors,
                                      self._children)
+        self._deliver = self.forwarding.deliver
         self.stores: dict[str, StoreBase] = {}
         #: the stores with a cache (only they have anything to flush at commit)
         self._caching_stores: list[StoreBase] = []
@@ -202,24 +195,32 @@ class Task:
             node = self.source_node(topic)
             entry = self._inputs[topic] = (
                 node,
-                (node.key_serde or self.config.default_key_serde).deserialize,
-                (node.value_serde or self.config.default_value_serde).deserialize,
+                deserializer_of(node.key_serde or self.config.default_key_serde),
+                deserializer_of(node.value_serde or self.config.default_value_serde),
                 self._children[node.name],
             )
         return entry
 
     def process(self, rec: SourceRecord) -> None:
         """Deserialize and process one input record through the sub-topology."""
-        node, key_of, value_of, children = self._input(rec.topic)
+        self.process_one(rec.topic, rec.partition, rec.offset, rec.timestamp, rec.key, rec.value,
+                         rec.headers)
+
+    def process_one(self, topic: str, partition: int, offset: int, timestamp: int,
+                    key: bytes | None, value: bytes | None, headers: Headers = ()) -> None:
+        """:meth:`process` of the record with these fields, without a :class:`SourceRecord`."""
+        entry = self._inputs.get(topic)
+        node, key_of, value_of, children = self._input(topic) if entry is None else entry
         try:
-            key = key_of(rec.key)
-            value = value_of(rec.value)
+            record_key = key_of(key)
+            record_value = value_of(value)
         except SerializationError as exc:
+            rec = SourceRecord(topic, partition, offset, timestamp, key, value, headers)
             skip_or_fail(self.config, rec, node, "deserialization-error", str(exc),
                          self.record_dropped, self.forwarding.output, exc)
             return
-        timestamp = rec.timestamp
         if timestamp < 0:
+            rec = SourceRecord(topic, partition, offset, timestamp, key, value, headers)
             skip_or_fail(self.config, rec, node, "invalid-timestamp",
                          f"invalid (negative) timestamp {timestamp}", self.record_dropped,
                          self.forwarding.output)
@@ -229,17 +230,17 @@ class Task:
         if self._close_on_idle:
             self.last_input_wall_ms = self.wall_clock_ms()
         self._counters[_PROCESS_TOTAL] += 1
-        record = Record(key, value, timestamp, rec.headers)
-        self.current.metadata = RecordMetadata(rec.topic, rec.partition, rec.offset)
-        deliver = self.forwarding.deliver
+        record = Record(record_key, record_value, timestamp, headers)
+        self.current.metadata = (topic, partition, offset)
+        deliver = self._deliver
         try:
             for child in children:
                 deliver(child, record)
         except Exception as exc:
             raise self._wrap(
                 exc,
-                f"processing record at topic {rec.topic!r} partition "
-                f"{rec.partition} offset {rec.offset} key {_describe_key(key)} "
+                f"processing record at topic {topic!r} partition "
+                f"{partition} offset {offset} key {_describe_key(record_key)} "
                 f"timestamp {timestamp}",
             ) from exc
 
@@ -363,9 +364,19 @@ class Task:
 
     def punctuate_stream_time(self) -> bool:
         """Fire due stream-time schedules; only once the task has a stream time."""
-        if not self.punctuator.stream_time_due(self.stream_time):
+        stream_time = self.stream_time
+        if stream_time < self._stream_schedules.next_due or stream_time < 0:
             return False
-        return self.punctuator.punctuate_stream_time(self.stream_time, self._fire)
+        return self.punctuator.punctuate_stream_time(stream_time, self._fire)
+
+    def punctuate_and_commit(self) -> None:
+        """:meth:`punctuate_stream_time`, then :meth:`commit` (the test driver's step after each
+        record), without a call to either when nothing is due, dropped or cached."""
+        stream_time = self.stream_time
+        if stream_time >= self._stream_schedules.next_due and stream_time >= 0:
+            self.punctuator.punctuate_stream_time(stream_time, self._fire)
+        if self._caching_stores or DROPS.pending:
+            self.commit()
 
     def punctuate_wall_clock(self, now: int | None = None) -> bool:
         return self.punctuator.punctuate_wall_clock(
@@ -403,17 +414,21 @@ class Task:
     # -- commit ------------------------------------------------------------------------------
     def commit(self) -> None:
         """Flush every store's cache (forwarding cached changes downstream) until all are clean."""
-        DROPS.flush_due(self.task_id)
+        if DROPS.pending:
+            DROPS.flush_due(self.task_id)
         caching = self._caching_stores
-        if not any(s.has_cached_changes() for s in caching):
+        for store in caching:
+            if store.has_cached_changes():
+                break
+        else:
             return
+        current = self.current
         for _ in range(len(caching) + 1):
             dirty = [s for s in caching if s.has_cached_changes()]
             if not dirty:
                 return
             for store in dirty:
-                self.current.run_in(self.current.node or "", self.current.timestamp, None,
-                                    store.flush)
+                current.run_in(current.node or "", current.timestamp, None, store.flush)
         if any(s.has_cached_changes() for s in caching):
             raise StreamsError(f"task {self.task_id}: store caches did not settle at commit")
 
@@ -449,7 +464,7 @@ class Task:
         return store
 
     def record_metadata(self) -> RecordMetadata | None:
-        return self.current.metadata
+        return self.current.record_metadata()
 
     def processor_state(self, node: str) -> dict[str, Any]:
         state = self._processor_state.get(node)
@@ -471,7 +486,7 @@ class Task:
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         if self.changelog_stores is not None and store not in self.changelog_stores:
             return
-        entries = self.changelog.get(store)
-        if entries is None:
-            entries = self.changelog[store] = []
-        entries.append((key, value, timestamp))
+        try:
+            self.changelog[store].append((key, value, timestamp))
+        except KeyError:
+            self.changelog[store] = [(key, value, timestamp)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from sortedcontainers import SortedDict
@@ -11,13 +12,13 @@ from kspark.records import KeyValue, ValueAndTimestamp
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name, merge_sorted, order_error
 
-
-def _by_key(item: tuple[Any, Any]) -> Any:
-    return item[0]
+_by_key = itemgetter(0)
+#: ``KeyValue(key, value)`` without the named tuple's Python ``__new__``
+_new_tuple = tuple.__new__
 
 
 def _to_kv(item: tuple[Any, Any]) -> KeyValue:
-    return KeyValue(item[0], item[1][0])
+    return _new_tuple(KeyValue, (item[0], item[1][0]))
 
 
 class InMemoryKeyValueStore(StoreBase):
@@ -53,10 +54,17 @@ class InMemoryKeyValueStore(StoreBase):
 
     def get(self, key: Any) -> Any:
         """The value of ``key``, or ``None``."""
-        if key is None:
-            self._check_key(key)
-        data = self._bucket(self.bucket_of(key), create=False)
-        entry = None if data is None else data.get(key)
+        bucket = self._bucket_memo.get(key) if type(key) is str else None
+        if bucket is None:
+            if key is None:
+                self._check_key(key)
+            bucket = self.bucket_of(key)
+        data = self._buckets.get(bucket)
+        if data is None:
+            data = self._bucket(bucket, create=False)
+            if data is None:
+                return None
+        entry = data.get(key)
         return None if entry is None else entry[0]
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
@@ -74,7 +82,10 @@ class InMemoryKeyValueStore(StoreBase):
         try:
             for _, data in self._all_buckets():
                 if data:
-                    keys = data.irange(lo, hi, reverse=reverse)
+                    if lo is None and hi is None:
+                        keys = reversed(data) if reverse else data
+                    else:
+                        keys = data.irange(lo, hi, reverse=reverse)
                     runs.append([(k, data[k]) for k in keys])
         except TypeError as e:
             raise order_error(self.name, e) from e
@@ -91,11 +102,23 @@ class InMemoryKeyValueStore(StoreBase):
 
     def all(self) -> list[KeyValue]:
         """Every entry, ascending by key."""
-        return self.range(None, None)
+        return self._everything(False)
 
     def reverse_all(self) -> list[KeyValue]:
         """Every entry, descending by key."""
-        return self.reverse_range(None, None)
+        return self._everything(True)
+
+    def _everything(self, reverse: bool) -> list[KeyValue]:
+        """``range(None, None)`` (or ``reverse_range``): the buckets' entries sorted at once
+        (a stable sort, so equal keys of two buckets stay in bucket order, as merged)."""
+        items: list[tuple[Any, Any]] = []
+        for _, data in self._all_buckets():
+            items.extend(dict.items(data))
+        try:
+            items.sort(key=_by_key, reverse=reverse)
+        except TypeError:  # the merge's own error
+            return self.reverse_range(None, None) if reverse else self.range(None, None)
+        return [_new_tuple(KeyValue, (key, entry[0])) for key, entry in items]
 
     def prefix_scan(self, prefix: str | bytes) -> list[KeyValue]:
         """Entries whose (str or bytes) key starts with ``prefix``, ascending by key."""
@@ -145,8 +168,29 @@ class InMemoryKeyValueStore(StoreBase):
         if key is None or self.read_only:
             self._check_writable(key)
         ts = self.context.record_timestamp() if timestamp is None else timestamp
-        old = self._apply(key, value, ts)
-        self._changed(key, None if old is None else old[0], value, ts)
+        if value is None:
+            old = self._apply(key, value, ts)
+        else:  # _apply's write, inline
+            bucket = self._bucket_memo.get(key) if type(key) is str else None
+            if bucket is None:
+                bucket = self.bucket_of(key)
+            data = self._buckets.get(bucket)
+            if data is None:
+                data = self._bucket(bucket, create=True)
+            old = data.get(key)
+            try:
+                if old is None:
+                    data[key] = (value, ts)
+                else:  # a key already there: the sorted keys stay as they are
+                    dict.__setitem__(data, key, (value, ts))
+            except TypeError as e:
+                raise order_error(self.name, e) from e
+            self._dirty_buckets.add(bucket)
+        old_value = None if old is None else old[0]
+        if self.caching:
+            self._changed(key, old_value, value, ts)
+        elif self.logging:
+            self.context.log_change(self.name, key, value, ts)
 
     def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
         """Store ``value`` unless ``key`` has a value; return that existing value or ``None``."""

@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sortedcontainers import SortedDict
+
 from kspark.records import KeyValue
 from kspark.state.internals.base import DEFAULT_BUCKETS
-from kspark.state.internals.common import merge_sorted
-from kspark.state.internals.segments import EXPIRED, SegmentedStore
+from kspark.state.internals.common import merge_sorted, order_error
+from kspark.state.internals.segments import EXPIRED, SegmentedStore, SubEntries
 from kspark.windows import Window, Windowed
+
+
+def _end_start(item: tuple[int, int, Any, int]) -> tuple[int, int]:
+    return (item[0], item[1])
 
 
 def _by_key_time(item: tuple[Any, Any, Any]) -> Any:
@@ -98,10 +104,18 @@ class InMemorySessionStore(SegmentedStore):
     def raw_sessions(self, key: Any) -> list[tuple[int, int, Any, int]]:
         """``(end, start, agg, timestamp)`` of every stored session of ``key``, expired ones
         included, ascending by (end, start); loads the key's bucket."""
-        return [
-            (end, start, entry[0], entry[1])
-            for (end, start), entry in self._key_entries(key, None, None, None, None)
-        ]
+        data = self._bucket(self.bucket_of(key), create=False)
+        if not data:
+            return []
+        out = []
+        for segment in data.values():
+            subs = segment.get(key)
+            if subs:
+                out += [(end, start, entry[0], entry[1])
+                        for (end, start), entry in subs.items()]
+        if len(out) > 1:
+            out.sort(key=_end_start)
+        return out
 
     def apply_raw(
         self,
@@ -111,16 +125,53 @@ class InMemorySessionStore(SegmentedStore):
     ) -> None:
         """Delete the sessions ``(end, start)`` of ``key``, then store ``(end, start, agg,
         timestamp)``, without clocks, change tracking or checks; segments below the oldest live
-        segment are skipped (a sweep would delete them). Marks the key's bucket dirty."""
+        segment are skipped (a sweep would delete them). Marks the key's bucket dirty.
+
+        A key's entries in a segment are changed in place, and the key leaves (or joins) the
+        segment's sorted keys only when its last entry there goes (or its first comes)."""
         bucket = self.bucket_of(key)
         live = self.min_live_segment()
         interval = self.segment_interval_ms
+        data = self._bucket(bucket, create=True)
+        touched: dict[int, SubEntries] = {}
         for end, start in removes:
-            self._del_entry(bucket, key, end // interval, (end, start))
+            seg = end // interval
+            subs = touched.get(seg)
+            if subs is None:
+                segment = data.get(seg)
+                subs = None if segment is None else segment.get(key)
+                if subs is None:
+                    continue
+                touched[seg] = subs
+            subs.pop((end, start), None)
         for end, start, agg, timestamp in puts:
             seg = end // interval
-            if seg >= live:
-                self._set_entry(bucket, key, seg, (end, start), (agg, timestamp))
+            if seg < live:
+                continue
+            subs = touched.get(seg)
+            if subs is None:
+                segment = data.get(seg)
+                subs = None if segment is None else segment.get(key)
+                if subs is None:
+                    subs = SubEntries()
+                touched[seg] = subs
+            subs[(end, start)] = (agg, timestamp)
+        for seg, subs in touched.items():
+            segment = data.get(seg)
+            if subs:
+                if segment is None:
+                    segment = data[seg] = SortedDict()
+                if key not in segment:
+                    try:
+                        segment[key] = subs
+                    except TypeError as e:
+                        if not segment:
+                            del data[seg]
+                        raise order_error(self.name, e) from e
+            elif segment is not None and key in segment:
+                del segment[key]
+                if not segment:
+                    del data[seg]
         self._touch(bucket)
 
     # -- reads -------------------------------------------------------------------------------

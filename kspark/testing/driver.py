@@ -18,11 +18,15 @@ from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreError, NoSuchElementError, TopologyError
 from kspark.records import Headers, KeyValue, to_headers
 from kspark.runtime.metrics import Metrics
-from kspark.runtime.task import OutputRecord, SourceRecord, Task
-from kspark.serdes import Serde, as_serde
+from kspark.runtime.task import OutputBlock, OutputRecord, Task
+from kspark.serdes import Serde, as_serde, serializer_of
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.topology.topology import Topology
+
+#: an unread record of an output topic: key, value, timestamp and headers. A plain tuple: the
+#: garbage collector stops tracking it, so many unread records cause no full collections
+_Unread = tuple[bytes | None, bytes | None, int, Headers]
 
 
 @dataclass(frozen=True)
@@ -54,11 +58,13 @@ class TopologyTestDriver:
         self._wall_clock = to_ms(initial_wall_clock_ms, "initial wall clock")
         self._metrics = Metrics()
         self._offsets: dict[str, int] = {}
-        self._outputs: dict[str, deque[OutputRecord]] = {}
-        self.changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
+        self._outputs: dict[str, deque[_Unread]] = {}
+        self._changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
         self._changelog_read: dict[str, int] = {}  # store -> entries already on its topic
         self.tasks: list[Task] = []
         self._readers: dict[str, Task | None] = {}
+        #: topic -> (whether the topology reads it, its output queue or ``None`` if internal)
+        self._routes: dict[str, tuple[bool, deque[_Unread] | None]] = {}
         for st in topology.sub_topologies():
             task = Task(
                 topology,
@@ -115,7 +121,16 @@ class TopologyTestDriver:
         """The changelog topic of ``store``: ``<application.id>-<store>-changelog``."""
         return changelog_topic(self.config.application_id, store)
 
-    def _output_queue(self, topic: str) -> deque[OutputRecord]:
+    @property
+    def changelogs(self) -> dict[str, list[tuple[Any, Any, int]]]:
+        """Each logged store's changelog entries so far: store -> [(key, value, timestamp)]."""
+        for task in self.tasks:
+            if task.changelog:
+                for store, entries in task.drain_changelog().items():
+                    self._changelogs.setdefault(store, []).extend(entries)
+        return self._changelogs
+
+    def _output_queue(self, topic: str) -> deque[_Unread]:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
         (:class:`~kspark.state.internals.changelog.ChangelogCodec`) when its topic is read."""
         queue = self._outputs.setdefault(topic, deque())
@@ -124,8 +139,7 @@ class TopologyTestDriver:
             if done < len(entries) and self.changelog_topic(store) == topic:
                 codec = ChangelogCodec.for_builder(self.topology.store_builders[store])
                 for key, value, ts in entries[done:]:
-                    queue.append(OutputRecord(topic, codec.encode_key(key),
-                                              codec.encode_value(value), ts))
+                    queue.append((codec.encode_key(key), codec.encode_value(value), ts, ()))
                 self._changelog_read[store] = len(entries)
         return queue
 
@@ -153,7 +167,17 @@ class TopologyTestDriver:
         headers: Headers = (),
     ) -> None:
         """Process one serialized record from ``topic`` and everything it causes."""
-        self._pipe_one(topic, key, value, timestamp, headers)
+        # _pipe_one, inline
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        task = self._readers.get(topic) or self._task_for(topic)
+        task.process_one(topic, 0, offset, timestamp, key, value, headers)
+        task.punctuate_and_commit()
+        for task in self.tasks:
+            if task.forwarding.output:
+                break
+        else:
+            return  # nothing written
         work = deque(self._collect())
         while work:
             out = work.popleft()
@@ -166,9 +190,8 @@ class TopologyTestDriver:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
         task = self._readers.get(topic) or self._task_for(topic)
-        task.process(SourceRecord(topic, 0, offset, timestamp, key, value, headers))
-        task.punctuate_stream_time()
-        task.commit()
+        task.process_one(topic, 0, offset, timestamp, key, value, headers)
+        task.punctuate_and_commit()
 
     def advance_wall_clock_time(self, advance: Duration) -> None:
         """Move the mocked wall clock forward and fire due wall-clock punctuations."""
@@ -183,19 +206,29 @@ class TopologyTestDriver:
             for out in self._collect():
                 self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)
 
+    def _route(self, topic: str) -> tuple[bool, deque[_Unread] | None]:
+        """Whether the topology reads ``topic``, and its output queue (``None``: internal)."""
+        route = self._routes[topic] = (
+            self._reader(topic) is not None,
+            None if topic in self.topology.internal_topics
+            else self._outputs.setdefault(topic, deque()),
+        )
+        return route
+
     def _collect(self) -> list[OutputRecord]:
-        """Move task outputs to output topics; return those the topology reads itself."""
+        """Move task outputs to output topics; return those the topology reads itself. (The
+        changelog entries stay with the tasks until :attr:`changelogs` is read.)"""
         internal = []
+        routes = self._routes
         for task in self.tasks:
             if task.has_output():
-                for out in task.drain_output():
-                    if self._reader(out.topic) is not None:
-                        internal.append(out)
-                    if out.topic not in self.topology.internal_topics:
-                        self._outputs.setdefault(out.topic, deque()).append(out)
-            if task.changelog:
-                for store, entries in task.drain_changelog().items():
-                    self.changelogs.setdefault(store, []).extend(entries)
+                for part in task.drain_output_parts():
+                    for out in part.records() if isinstance(part, OutputBlock) else (part,):
+                        reads, queue = routes.get(out.topic) or self._route(out.topic)
+                        if reads:
+                            internal.append(out)
+                        if queue is not None:
+                            queue.append((out.key, out.value, out.timestamp, out.headers))
         return internal
 
     # -- stores and metrics ------------------------------------------------------------------
@@ -255,9 +288,20 @@ class TestInputTopic:
         auto_advance: int,
     ) -> None:
         self.driver, self.topic = driver, topic
-        self.key_serde, self.value_serde = key_serde, value_serde
+        self._key_serde, self._value_serde = key_serde, value_serde
+        self._pipe_raw = driver.pipe_raw
+        self._key_bytes = serializer_of(key_serde)
+        self._value_bytes = serializer_of(value_serde)
         self.current_time = start_timestamp
         self.auto_advance = auto_advance
+
+    @property
+    def key_serde(self) -> Serde:
+        return self._key_serde
+
+    @property
+    def value_serde(self) -> Serde:
+        return self._value_serde
 
     def pipe_input(
         self, key: Any, value: Any = None, timestamp: Duration | None = None, headers: Any = None
@@ -267,10 +311,10 @@ class TestInputTopic:
             self.current_time += self.auto_advance
         else:
             ts = timestamp if type(timestamp) is int else to_ms(timestamp, "timestamp")
-        self.driver.pipe_raw(
+        self._pipe_raw(
             self.topic,
-            self.key_serde.serialize(key),
-            self.value_serde.serialize(value),
+            self._key_bytes(key),
+            self._value_bytes(value),
             ts,
             () if headers is None else to_headers(headers),
         )
@@ -305,19 +349,16 @@ class TestOutputTopic:
         self.driver, self.topic = driver, topic
         self.key_serde, self.value_serde = key_serde, value_serde
 
-    def _queue(self) -> deque[OutputRecord]:
+    def _queue(self) -> deque[_Unread]:
         return self.driver._output_queue(self.topic)
 
     def read_record(self) -> TestRecord:
         queue = self._queue()
         if not queue:
             raise NoSuchElementError(f"output topic {self.topic!r} is empty")
-        out = queue.popleft()
+        key, value, timestamp, headers = queue.popleft()
         return TestRecord(
-            self.key_serde.deserialize(out.key),
-            self.value_serde.deserialize(out.value),
-            out.timestamp,
-            out.headers,
+            self.key_serde.deserialize(key), self.value_serde.deserialize(value), timestamp, headers
         )
 
     def read_key_value(self) -> KeyValue:

@@ -15,7 +15,7 @@ the changelog (docs/semantics.md §6).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, Protocol, overload
 
 from kspark.drop_log import DROPS
@@ -224,6 +224,18 @@ class StoreBase:
             self._dirty[store_key] = (first_old, new, timestamp)
         elif self.logging:
             self.context.log_change(self.name, store_key, new, timestamp)
+
+    def _changed_all(self, changes: Iterable[tuple[Any, Any, Any, int]]) -> None:
+        """:meth:`_changed` for each ``(store_key, old, new, timestamp)``, in order."""
+        if self.caching:
+            dirty = self._dirty
+            for store_key, old, new, timestamp in changes:
+                entry = dirty.pop(store_key, None)
+                dirty[store_key] = (old if entry is None else entry[0], new, timestamp)
+        elif self.logging:
+            log, name = self.context.log_change, self.name
+            for store_key, _, new, timestamp in changes:
+                log(name, store_key, new, timestamp)
 
     def _current(self, store_key: Any) -> Any:
         """The live value under ``store_key`` (``None`` if absent or expired)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -42,7 +43,17 @@ def merge_sorted(
         if len(runs) == 1:
             merged: Iterable[Any] = runs[0]
         else:
-            merged = heapq.merge(*runs, key=sort_key, reverse=reverse)
+            merged = _merged(runs, sort_key, reverse)
         return [to_kv(item) for item in merged]
     except TypeError as e:
         raise order_error(store, e) from e
+
+
+def _merged(runs: list[list[Any]], sort_key: Callable[[Any], Any], reverse: bool) -> list[Any]:
+    """What ``heapq.merge`` gives of the sorted ``runs``: one stable sort of them all (equal
+    keys in the order of their runs, as the merge puts them), or, should that fail, the merge
+    itself (raising the merge's own error)."""
+    try:
+        return sorted(itertools.chain.from_iterable(runs), key=sort_key, reverse=reverse)
+    except TypeError:
+        return list(heapq.merge(*runs, key=sort_key, reverse=reverse))

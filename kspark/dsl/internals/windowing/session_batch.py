@@ -5,6 +5,7 @@ processing (see :class:`SessionBatch`)."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,6 @@ class SessionBatch(SessionEmission):
         cl_min = t1[new]
         cl_max = t1[np.r_[new[1:], True]]
         cl_code = c1[new]
-        self._cl_code = cl_code
         cluster = np.empty(len(vpos), dtype=np.int64)
         cluster[by_time] = cid
         # records of each cluster in arrival order
@@ -169,10 +169,8 @@ class SessionBatch(SessionEmission):
             self._emit(snapshot, good, cl, pos, wmin, wmax, aggs, cl_code)
             proc.state[LAST_EMIT] = int(close[-1])
         if self.replay:
-            self.events.sort(key=lambda e: (e[0], e[1]))
-            changed = store._changed
-            for _, _, store_key, old, new_value, stamp in self.events:
-                changed(store_key, old, new_value, stamp)
+            self.events.sort(key=itemgetter(0, 1))
+            store._changed_all(e[2:] for e in self.events)
         proc.pending_closes = None
         return int(good.sum())
 
@@ -363,6 +361,11 @@ class SessionBatch(SessionEmission):
             aggs[lasts].tolist())
         # a session is stored (and logged) with the timestamp of the record that put it last
         stamps = self.stamps[pos[lasts]].tolist()
+        replay = self.replay
+        # the per-cluster work below reads single elements: Python lists, not numpy scalars
+        pos_l, wmin_l, wmax_l = (pos.tolist(), wmin.tolist(), wmax.tolist()) if replay else (
+            [], [], [])
+        removed_at = self.removed_at
         for c, f, last, code, end, start, agg, stamp in zip(
             kept.tolist(), firsts.tolist(), lasts.tolist(), cl_code[kept].tolist(),
             wmax[lasts].tolist(), wmin[lasts].tolist(), finals, stamps,
@@ -378,6 +381,7 @@ class SessionBatch(SessionEmission):
                 key = keys[code]
                 removes.setdefault(code, []).extend((fe, fs) for fe, fs, _, _ in found)
                 for fe, fs, _, _ in found:
-                    self.removed_at[(key, fs, fe)] = p0
-            if self.replay:
-                self._simple_events(c, f, last, pos, wmin, wmax, agg, found or ())
+                    removed_at[(key, fs, fe)] = p0
+            if replay:
+                self._simple_events(keys[code], f, last, pos_l, wmin_l, wmax_l, agg,
+                                    found or ())

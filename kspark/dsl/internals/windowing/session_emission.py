@@ -75,8 +75,6 @@ class SessionEmission:
     bound: np.ndarray
     #: number of records in the batch
     n: int
-    #: per cluster: the code of its key
-    _cl_code: np.ndarray
 
     def __init__(
         self,
@@ -104,6 +102,7 @@ class SessionEmission:
         #: each position's record timestamp: a store change is logged with the timestamp of
         #: the record that makes it, as Kafka Streams' session store logs
         self.stamps = np.asarray(view.timestamps, dtype=np.int64)
+        self.stamp_list: list[int] = self.stamps.tolist()
         #: the batch's keys and the stored sessions' other keys, by code
         self.all_keys: list[Any] = list(self.keys)
         self.codes: dict[Any, int] = {key: code for code, key in enumerate(self.keys)}
@@ -116,72 +115,59 @@ class SessionEmission:
 
     def _simple_events(
         self,
-        c: int,
+        key: Any,
         f: int,
         last: int,
-        pos: np.ndarray,
-        wmin: np.ndarray,
-        wmax: np.ndarray,
+        pos: list[int],
+        wmin: list[int],
+        wmax: list[int],
         agg: Any,
         found: Any,
     ) -> None:
-        """Cached changes of one simple cluster: a tombstone per reached session (unless the
-        cluster's session keeps its window for a while) and the final session."""
-        key = self.keys[self._code_of(c)]
-        end, start = int(wmax[last]), int(wmin[last])
+        """Cached changes of one simple cluster (its records at ``f`` to ``last`` of the
+        cluster-ordered ``pos``, ``wmin`` and ``wmax``): a tombstone per reached session
+        (unless the cluster's session keeps its window for a while) and the final session."""
+        end, start = wmax[last], wmin[last]
         final = Windowed(key, Window(start, end))
-        p0, p_last = int(pos[f]), int(pos[last])
-        stamps = self.stamps
+        p0, p_last = pos[f], pos[last]
+        stamps = self.stamp_list
         events = self.events
         if self.logged and last > f:
             self._intermediate_tombstones(key, f, last, pos, wmin, wmax, found)
         for seq, (fe, fs, fagg, _) in enumerate(found):
             if len(found) == 1 and wmin[f] == fs and wmax[f] == fe:
                 # the first record lands inside the stored session: same window again
-                if last == f:
-                    changed: Any = ()
-                else:
-                    same = (wmin[f : last + 1] == fs) & (wmax[f : last + 1] == fe)
-                    changed = np.flatnonzero(~same)
-                if not len(changed):
-                    events.append((p_last, LAST_SEQ, final, fagg, agg, int(stamps[p_last])))
+                changed = next((k for k in range(f + 1, last + 1)
+                                if wmin[k] != fs or wmax[k] != fe), None)
+                if changed is None:
+                    events.append((p_last, LAST_SEQ, final, fagg, agg, stamps[p_last]))
                     return
-                at = int(pos[f + int(changed[0])])
-                events.append((at, 0, Windowed(key, Window(fs, fe)), fagg, None,
-                               int(stamps[at])))
+                at = pos[changed]
+                events.append((at, 0, Windowed(key, Window(fs, fe)), fagg, None, stamps[at]))
             else:
-                events.append((p0, seq, Windowed(key, Window(fs, fe)), fagg, None,
-                               int(stamps[p0])))
-        events.append((p_last, LAST_SEQ, final, None, agg, int(stamps[p_last])))
+                events.append((p0, seq, Windowed(key, Window(fs, fe)), fagg, None, stamps[p0]))
+        events.append((p_last, LAST_SEQ, final, None, agg, stamps[p_last]))
 
     def _intermediate_tombstones(
         self,
         key: Any,
         f: int,
         last: int,
-        pos: np.ndarray,
-        wmin: np.ndarray,
-        wmax: np.ndarray,
+        pos: list[int],
+        wmin: list[int],
+        wmax: list[int],
         found: Any,
     ) -> None:
         """The changelog tombstones of the sessions a simple cluster made and replaced within
         the batch: each window but the last, removed by the first record that grows it (a
         stored session among them has its own change, with its old value)."""
-        lo, hi = wmin[f : last + 1], wmax[f : last + 1]
-        grown = np.flatnonzero((lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1]))
-        if not len(grown):
-            return
         stored = {(fs, fe) for fe, fs, _, _ in found}
-        events = self.events
-        for k in grown.tolist():
-            start, end = int(lo[k]), int(hi[k])
-            if (start, end) not in stored:
-                at = int(pos[f + k + 1])
-                events.append((at, 0, Windowed(key, Window(start, end)), None, None,
-                               int(self.stamps[at])))
-
-    def _code_of(self, c: int) -> int:
-        return int(self._cl_code[c])
+        events, stamps = self.events, self.stamp_list
+        for k in range(f, last):
+            start, end = wmin[k], wmax[k]
+            if (wmin[k + 1] != start or wmax[k + 1] != end) and (start, end) not in stored:
+                at = pos[k + 1]
+                events.append((at, 0, Windowed(key, Window(start, end)), None, None, stamps[at]))
 
     # -- results -----------------------------------------------------------------------------
     def _write(self, codes: list[int]) -> None:

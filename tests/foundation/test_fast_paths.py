@@ -1,0 +1,165 @@
+"""The test driver's per-record shortcuts give exactly what the general paths give: each serde's
+``serializer()`` / ``deserializer()`` against ``serialize`` / ``deserialize`` (errors included),
+the key-value store's ``all()`` against merging its buckets' ranges, the merge of sorted runs
+against ``heapq.merge``, and the value types' own constructors against a dataclass's."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from kspark import serdes
+from kspark.errors import SerializationError
+from kspark.records import KeyValue, Record
+from kspark.state import InMemoryKeyValueStore
+from kspark.state.internals.common import merge_sorted
+from kspark.windows import Window, Windowed
+
+PROPS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
+
+JSON_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4),
+)
+VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 3)), inner, max_size=3),
+        st.sets(st.integers(0, 3), max_size=2),  # not JSON: an error both ways
+    ),
+    max_leaves=8,
+)
+RAW = st.one_of(
+    st.none(),
+    st.binary(max_size=12),
+    st.sampled_from([b"null", b" 1", b"1 ", b"[1,2]", b'{"a":1}x', b"\xff", b"", b"\t{}\n",
+                     b'"\\ud800"', b"NaN", b"12345678"]),
+    VALUES.map(lambda v: serdes.Json().serialize(v) if _json_ok(v) else b"?"),
+    st.builds(bytearray, st.binary(max_size=8)),
+)
+
+
+def _json_ok(value: Any) -> bool:
+    try:
+        serdes.Json().serialize(value)
+    except SerializationError:
+        return False
+    return True
+
+
+def outcome(fn: Any, arg: Any) -> Any:
+    """The result (NaN made comparable), or the error's type and message."""
+    try:
+        result = fn(arg)
+    except SerializationError as exc:
+        return f"SerializationError: {exc}"
+    return repr(result) if isinstance(result, float) and math.isnan(result) else result
+
+
+SERDES = [serdes.String(), serdes.Long(), serdes.Json(), serdes.Double(), serdes.Bytes()]
+
+
+@PROPS
+@given(st.one_of(VALUES, st.text().map(lambda t: t + "\ud800"), st.integers(2**63, 2**64),
+                 st.binary(max_size=4)))
+@example("\ud800")
+@example(True)
+def test_each_serializer_equals_serialize(value):
+    for serde in SERDES:
+        assert outcome(serde.serializer(), value) == outcome(serde.serialize, value), serde
+
+
+@PROPS
+@given(RAW)
+def test_each_deserializer_equals_deserialize(data):
+    for serde in SERDES:
+        fast, general = outcome(serde.deserializer(), data), outcome(serde.deserialize, data)
+        assert repr(fast) == repr(general), serde
+        assert type(fast) is type(general)
+
+
+def test_a_subclass_or_a_serde_of_its_own_gets_its_own_methods():
+    class Upper(serdes.String):
+        def _deserialize(self, data):
+            return data.decode().upper()
+
+    assert serdes.deserializer_of(Upper())(b"ab") == "AB"
+
+    class Plain:  # not a Serde: used through its own methods
+        def serialize(self, value):
+            return b"x"
+
+        def deserialize(self, data):
+            return "y"
+
+    assert serdes.serializer_of(Plain())(1) == b"x"
+    assert serdes.deserializer_of(Plain())(b"") == "y"
+
+
+# -- the key-value store's all() and the merge of sorted runs ----------------------------------
+def _merged_ranges(store: InMemoryKeyValueStore, reverse: bool) -> list[KeyValue]:
+    """What the store gave before: each bucket's range, merged with heapq.merge."""
+    runs = [[(k, data[k]) for k in data.irange(None, None, reverse=reverse)]
+            for _, data in store._all_buckets() if data]
+    merged = heapq.merge(*runs, key=lambda item: item[0], reverse=reverse)
+    return [KeyValue(k, entry[0]) for k, entry in merged]
+
+
+@PROPS
+@given(st.lists(st.tuples(st.one_of(st.integers(0, 40), st.floats(0, 40).map(float),
+                                    st.integers(0, 40).map(float)),
+                          st.one_of(st.none(), st.integers(0, 9))), max_size=40),
+       st.sampled_from([1, 3, 16]))
+def test_key_value_all_equals_merging_the_buckets(ops, buckets):
+    store = InMemoryKeyValueStore("s", num_buckets=buckets)
+    for key, value in ops:
+        store.put(key, value, 1)
+    assert store.all() == _merged_ranges(store, False)
+    assert store.reverse_all() == _merged_ranges(store, True)
+    assert store.all() == store.range(None, None)
+    assert all(type(kv) is KeyValue for kv in store.all())
+
+
+def test_key_value_all_of_keys_that_do_not_compare_fails_naming_the_store():
+    store = InMemoryKeyValueStore("mixed", num_buckets=16)
+    for key in ["a", 1, "b", 2, "c", 3]:
+        store.put(key, 1, 1)
+    if len([d for _, d in store._all_buckets() if d]) > 1:
+        with pytest.raises(TypeError, match="store 'mixed'"):
+            store.all()
+
+
+@PROPS
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers()), max_size=5), max_size=5),
+       st.booleans())
+def test_merging_sorted_runs_equals_heapq_merge(runs, reverse):
+    runs = [sorted(run, key=lambda item: item[0], reverse=reverse) for run in runs]
+    expected = list(heapq.merge(*runs, key=lambda item: item[0], reverse=reverse))
+    got = merge_sorted("s", runs, lambda item: item[0], lambda item: item, reverse=reverse,
+                       presorted=True)
+    assert got == expected
+
+
+# -- value types built without the dataclass's own __init__ ------------------------------------
+def test_records_and_windows_behave_as_frozen_dataclasses():
+    record = Record("k", 1, headers={"h": "v"})
+    assert record == Record(key="k", value=1, timestamp=None, headers=(("h", b"v"),))
+    assert Record("k", 1).headers == ()
+    assert dataclasses.replace(record, value=2).value == 2
+    assert hash(Record("k", 1, 5)) == hash(Record("k", 1, 5))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.key = "other"  # type: ignore[misc]
+    assert Windowed("k", Window(1, 2)) == Windowed(key="k", window=Window(start=1, end=2))
+    assert Window(1, 2) < Window(1, 3)
+    with pytest.raises(ValueError, match="before its start"):
+        Window(5, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Window(1, 2).start = 0  # type: ignore[misc]
