@@ -78,6 +78,8 @@ SETTINGS = {s.name: s for s in (
             _choice(FAIL, LOG_AND_CONTINUE)),
     Setting("errors.dead.letter.queue.topic.name", "dead_letter_topic", _optional(_text)),
     Setting("state.buckets", "state_buckets", lambda n, v: _whole(n, v, 1)),
+    Setting("state.buckets.in.memory", "state_buckets_in_memory",
+            _optional(lambda n, v: _whole(n, v, 1))),
     Setting("window.close.on.idle.ms", "close_on_idle_ms", _optional(_whole)),
     Setting("state.changelog.dir", "changelog_dir", _optional(_text)),
     Setting("task.timeout.ms", "task_timeout_ms", _whole),
@@ -102,6 +104,9 @@ class StreamsConfig:
     dead_letter_topic: str | None = None
     #: number of state buckets per store and task
     state_buckets: int = 16
+    #: most buckets of a store a task holds in memory at once (the rest wait in local files
+    #: until the batch is written), or None: no limit
+    state_buckets_in_memory: int | None = None
     #: opt-in: windows closed after the input of a task is idle this long (wall clock), or None
     close_on_idle_ms: int | None = None
     #: without Kafka: a directory where each logged store's changelog topic is kept as files

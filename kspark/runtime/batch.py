@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
 from kspark.runtime.metrics import Metrics
+from kspark.runtime.spill import SpillingState
 from kspark.runtime.task import (
     FastPathAborted,
     Output,
@@ -135,6 +136,9 @@ def run_task_batch(
     kept to those stores (``None``: all)."""
     saved = state.get_meta()
     previous = pickle.loads(saved) if saved is not None else {}
+    spilling = SpillingState(state) if config.state_buckets_in_memory is not None else None
+    if spilling is not None:
+        state = spilling
 
     def new_task(metrics: Metrics) -> Task:
         task = Task(
@@ -146,6 +150,7 @@ def run_task_batch(
             wall_clock=wall_clock,
             loader=state,
             changelog_stores=changelog_stores,
+            spill=spilling,
         )
         task.restore_state(previous)
         task.init()
@@ -156,27 +161,37 @@ def run_task_batch(
     metrics = Metrics()
     task = new_task(metrics)
     fast = 0
-    if isinstance(records, SourceBatch):
-        try:
-            fast = task.process_batch(records, fast=fast_path)
-        except FastPathAborted:
-            metrics = Metrics()
-            task = new_task(metrics)
-            fast = task.process_batch(records, fast=False)
-    else:
-        for rec in records:
-            task.process(rec)
-            task.punctuate_stream_time()
-    task.punctuate_wall_clock()
-    task.maybe_close_idle()
-    task.commit()
-    output = task.drain_output_parts()
-    for store in task.stores.values():
-        for bucket, data in store.dirty_buckets().items():
-            state.save_bucket(
-                store.name, bucket, None if data is None else pickle.dumps(data, protocol=5)
-            )
-        store.clear_dirty()
+    try:
+        if isinstance(records, SourceBatch):
+            try:
+                fast = task.process_batch(records, fast=fast_path)
+            except FastPathAborted:
+                if spilling is not None:
+                    spilling.discard()
+                metrics = Metrics()
+                task = new_task(metrics)
+                fast = task.process_batch(records, fast=False)
+        else:
+            for rec in records:
+                task.process(rec)
+                task.punctuate_stream_time()
+        task.punctuate_wall_clock()
+        task.maybe_close_idle()
+        task.commit()
+        output = task.drain_output_parts()
+        for store in task.stores.values():
+            for bucket, data in store.dirty_buckets().items():
+                state.save_bucket(
+                    store.name, bucket, None if data is None else pickle.dumps(data, protocol=5)
+                )
+            store.clear_dirty()
+        if spilling is not None:
+            if spilling.spills:
+                metrics.merge({"state-buckets-spilled": spilling.spills})
+            spilling.write_spilled()
+    finally:
+        if spilling is not None:
+            spilling.discard()
     seq = previous.get("output_seq", 0)
     new_state = task.checkpoint_state()
     new_state["output_seq"] = seq + output_count(output)

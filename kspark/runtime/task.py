@@ -39,7 +39,7 @@ from kspark.runtime.serialized import (
     output_records,
 )
 from kspark.serdes import deserializer_of
-from kspark.state.internals.base import BucketLoader, StoreBase
+from kspark.state.internals.base import BucketLoader, BucketSpill, StoreBase
 from kspark.topology.topology import ProcessorNode, SourceNode, SubTopology, Topology
 
 __all__ = [
@@ -73,6 +73,7 @@ class Task:
         wall_clock: Callable[[], int],
         loader: BucketLoader | None = None,
         changelog_stores: Collection[str] | None = None,
+        spill: BucketSpill | None = None,
     ) -> None:
         self.topology = topology
         self.sub_topology = sub_topology
@@ -83,6 +84,8 @@ class Task:
         self.metrics = metrics
         self.wall_clock_ms = wall_clock
         self.loader = loader
+        #: where stores put buckets they let go of (``state.buckets.in.memory``)
+        self.spill = spill
         self.stream_time = -1
         #: wall-clock time of the last input record, and how far idle closing moved time
         self.last_input_wall_ms: int | None = None
@@ -142,6 +145,8 @@ class Task:
         for name in self.sub_topology.stores:
             store = topo.store_builders[name].build(num_buckets=self.config.state_buckets)
             store.init(self, self.loader)
+            if self.spill is not None and self.config.state_buckets_in_memory is not None:
+                store.limit_memory(self.config.state_buckets_in_memory, self.spill)
             if name in store_meta:
                 store.restore_meta(store_meta[name])
             if name in topo.source_stores:

@@ -117,6 +117,21 @@ class InMemorySessionStore(SegmentedStore):
             out.sort(key=_end_start)
         return out
 
+    def raw_ending(self, lo: int, hi: int) -> list[tuple[int, int, Any, Any]]:
+        """``(end, start, key, agg)`` of every live session with ``lo <= end < hi``, in no
+        particular order, reading one bucket at a time and only the segments that can hold
+        such ends."""
+        bound, interval = self.expiry_bound, self.segment_interval_ms
+        out = []
+        for _, data in self._all_buckets():
+            for seg, segment in data.items():
+                if (seg + 1) * interval <= lo or seg * interval >= hi:
+                    continue
+                for key, subs in segment.items():
+                    out += [(end, start, key, entry[0]) for (end, start), entry in subs.items()
+                            if lo <= end < hi and end > bound]
+        return out
+
     def apply_raw(
         self,
         key: Any,

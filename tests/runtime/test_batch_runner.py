@@ -26,10 +26,10 @@ from test_spark_differential import (
 )
 
 
-def run_batches(topo, inputs, batches: int):
+def run_batches(topo, inputs, batches: int, settings: dict | None = None):
     """All sub-topologies, each input split into ``batches`` batches; repartition records are
     handed to the downstream task in the same batch, as the Spark stages do."""
-    config = StreamsConfig.of(None, application_id="batch-test")
+    config = StreamsConfig.of(settings, application_id="batch-test")
     subs = topo.sub_topologies()
     states = {s.id: DictTaskState() for s in subs}
     encoded = {}
@@ -95,5 +95,17 @@ def test_batches_with_caching_on_give_the_drivers_final_tables(seed, batches):
     inputs = random_input(seed, n=120)
     expected = run_driver(topology(True), inputs, OUTPUTS, INPUT_SERDES)
     actual = run_batches(topology(True), inputs, batches)
+    for topic in OUTPUTS:
+        assert final_table(actual[topic], topic) == final_table(expected[topic], topic), topic
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), batches=st.integers(1, 4), caching=st.booleans())
+def test_batches_with_one_bucket_in_memory_give_the_drivers_results(seed, batches, caching):
+    # every store holds one of its 8 buckets at a time: the others wait in spill files
+    inputs = random_input(seed, n=120)
+    expected = run_driver(topology(caching), inputs, OUTPUTS, INPUT_SERDES)
+    actual = run_batches(topology(caching), inputs, batches,
+                         {"state.buckets": 8, "state.buckets.in.memory": 1})
     for topic in OUTPUTS:
         assert final_table(actual[topic], topic) == final_table(expected[topic], topic), topic

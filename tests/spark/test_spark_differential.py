@@ -139,6 +139,22 @@ def test_update_streams_equal_with_caching_off(spark, app_dir, seed):
     assert app.metrics()["dropped-records-total"] > 0  # late clicks were dropped and counted
 
 
+def test_update_streams_equal_with_one_state_bucket_in_memory(spark, app_dir):
+    """``state.buckets.in.memory``: each store of a task holds one of its 8 buckets at a time
+    in Spark's Python worker; the changed buckets it lets go of wait in spill files until the
+    batch is written to Spark's state. The update streams equal the driver's."""
+    inputs = random_input(5)
+    expected = run_driver(topology(False), inputs, OUTPUTS, INPUT_SERDES)
+    actual, app = run_spark(
+        spark, topology(False), inputs, OUTPUTS, INPUT_SERDES, app_dir, batches=3,
+        config={"state.buckets": 8, "state.buckets.in.memory": 1}, app_id="diff-spill",
+    )
+    for topic in OUTPUTS:
+        assert expected[topic], f"{topic}: the driver produced nothing"
+        assert actual[topic] == expected[topic], topic
+    assert app.metrics()["state-buckets-spilled"] > 0
+
+
 def test_batches_that_read_all_their_state_at_once_agree_with_one_batch(spark, app_dir):
     """With one state bucket a micro-batch of 2 or more keys per task reads every bucket of the
     task in one pass over Spark's state (``prefetch``) instead of one call per bucket. Four

@@ -52,6 +52,13 @@ class BucketLoader(Protocol):
     def load(self, store: str, bucket: int) -> Any | None: ...
 
 
+class BucketSpill(Protocol):
+    """Where a store whose memory is limited puts a changed bucket it lets go of during a
+    batch (its loader gives the bucket back from there)."""
+
+    def spill(self, store: str, bucket: int, data: Any | None) -> None: ...
+
+
 class NullContext:
     """The context of a store used on its own (tests, restoration): no changelog, counts drops."""
 
@@ -104,6 +111,9 @@ class StoreBase:
         self._flush_listener: FlushListener | None = None
         self._flush_batched = False
         self._open = False
+        #: most buckets held in memory at once (``None``: no limit), see :meth:`limit_memory`
+        self._memory_limit: int | None = None
+        self._spill: BucketSpill | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def init(self, context: StoreContext, loader: BucketLoader | None = None) -> None:
@@ -111,6 +121,20 @@ class StoreBase:
         self.context = context
         self._loader = loader
         self._open = True
+
+    def limit_memory(self, buckets: int, spill: BucketSpill) -> None:
+        """Hold at most ``buckets`` buckets in memory: loading or creating another lets go of
+        the one held longest, a changed one into ``spill``. Needs a loader (attached by
+        :meth:`init`) that gives spilled buckets back."""
+        if buckets < 1:
+            raise ValueError(f"store {self.name!r}: buckets in memory must be >= 1, got {buckets}")
+        self._memory_limit = buckets
+        self._spill = spill
+
+    @property
+    def memory_limited(self) -> bool:
+        """Whether the store holds only some of its buckets in memory at once."""
+        return self._memory_limit is not None and self._loader is not None
 
     def close(self) -> None:
         self._open = False
@@ -163,15 +187,41 @@ class StoreBase:
             self._fetched.add(bucket)
             loaded = self._loader.load(self.name, bucket)
             if loaded is not None:
-                self._buckets[bucket] = data = loaded
+                self._hold(bucket, loaded)
+                data = loaded
                 self._on_bucket_loaded(bucket, data)
         if data is None and create:
-            self._buckets[bucket] = data = self._new_bucket()
+            data = self._new_bucket()
+            self._hold(bucket, data)
         return data
 
+    def _hold(self, bucket: int, data: Any) -> None:
+        """Keep ``bucket`` in memory, first letting go of the buckets held longest if the
+        store's memory is limited."""
+        limit = self._memory_limit
+        if limit is not None and self._loader is not None:
+            while len(self._buckets) >= limit:
+                self._let_go(next(iter(self._buckets)))
+        self._buckets[bucket] = data
+
+    def _let_go(self, bucket: int) -> None:
+        data = self._buckets.pop(bucket)
+        self._fetched.discard(bucket)  # the next use loads it again
+        if bucket in self._dirty_buckets:
+            self._dirty_buckets.discard(bucket)
+            assert self._spill is not None  # set with the limit
+            self._spill.spill(self.name, bucket, data if data else None)
+
     def _all_buckets(self) -> Iterator[tuple[int, Any]]:
-        """Every bucket that has data, loading all of them first when a loader is attached."""
+        """Every bucket that has data, in bucket order (with a loader attached, each is loaded
+        on the way; with limited memory only the one yielded is sure to be held)."""
         if self._loader is not None:
+            if self._memory_limit is not None:
+                for b in range(self.num_buckets):
+                    data = self._bucket(b, create=False)
+                    if data is not None:
+                        yield b, data
+                return
             for b in range(self.num_buckets):
                 self._bucket(b, create=False)
         for b in sorted(self._buckets):

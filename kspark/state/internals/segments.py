@@ -209,7 +209,9 @@ class SegmentedStore(StoreBase):
                 continue
             changes = groups.setdefault((bucket_of(key), seg), {}).setdefault(key, [])
             changes.append((sub, None if value is None else (value, timestamp)))
-        for (bucket, seg), keys in groups.items():
+        # with limited memory, a bucket's groups one after another (each bucket loaded once)
+        ordered = sorted(groups.items()) if self.memory_limited else groups.items()
+        for (bucket, seg), keys in ordered:
             data = self._bucket(bucket, create=True)
             segment = data.get(seg)
             if segment is None:

@@ -57,6 +57,8 @@ class SessionBatch(SessionEmission):
         n = len(view)
         ts = view.timestamps
         key_codes = view.keys.codes
+        if store.memory_limited:
+            key_codes = self._codes_by_bucket(key_codes)
         valid = (key_codes >= 0) & (view.values.codes >= 0)
         vpos = np.flatnonzero(valid)
         if not len(vpos):
@@ -174,6 +176,22 @@ class SessionBatch(SessionEmission):
         proc.pending_closes = None
         return int(good.sum())
 
+    def _codes_by_bucket(self, codes: np.ndarray) -> np.ndarray:
+        """``codes`` renumbered so that the keys of one store bucket have consecutive codes:
+        clusters are in code order, so the store's reads and writes then go through its
+        buckets one after another (each loaded once per pass with limited memory)."""
+        if not len(self.keys):
+            return codes
+        bucket_of = self.store.bucket_of
+        buckets = np.array([bucket_of(key) for key in self.keys], dtype=np.int64)
+        order = np.argsort(buckets, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        self.keys = [self.keys[i] for i in order.tolist()]
+        self.all_keys = list(self.keys)
+        self.codes = {key: code for code, key in enumerate(self.keys)}
+        return np.where(codes >= 0, rank[np.maximum(codes, 0)], codes)
+
     # -- clocks and single records -----------------------------------------------------------
     def _advances(self) -> bool:
         """Whether some record moves the close time past the last emitted one."""
@@ -182,11 +200,7 @@ class SessionBatch(SessionEmission):
     def _snapshot(self) -> list[tuple[int, int, Any, Any]]:
         """``(end, start, key, agg)`` of the stored sessions some record may close."""
         top = int(self.close[-1])
-        return [
-            (kv.key.window.end, kv.key.window.start, kv.key.key, kv.value)
-            for kv in self.store.all()
-            if self.floor <= kv.key.window.end < top
-        ]
+        return self.store.raw_ending(self.floor, top)
 
     def _run_exact(self, positions: np.ndarray, obs_before: np.ndarray) -> None:
         proc, store, view = self.proc, self.store, self.view
