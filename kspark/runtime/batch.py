@@ -13,9 +13,10 @@ import pickle
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from kspark.config import StreamsConfig
+from kspark.runtime.durable_state import DictTaskState, TaskStateBackend
 from kspark.runtime.metrics import Metrics
 from kspark.runtime.spill import SpillingState
 from kspark.runtime.task import (
@@ -31,48 +32,7 @@ from kspark.runtime.task import (
 )
 from kspark.topology.topology import SubTopology, Topology
 
-
-class TaskStateBackend(Protocol):
-    """Durable state of one task: a metadata blob and store buckets."""
-
-    def get_meta(self) -> bytes | None: ...
-
-    def set_meta(self, blob: bytes) -> None: ...
-
-    def load(self, store: str, bucket: int) -> Any | None: ...
-
-    def save_bucket(self, store: str, bucket: int, blob: bytes | None) -> None: ...
-
-    def prefetch(self) -> None:
-        """Read every bucket of the task at once (when the batch will touch most of them):
-        later loads take them from what was read."""
-
-
-class DictTaskState:
-    """A task's durable state in a dict (tests, and a reference for other backends)."""
-
-    def __init__(self) -> None:
-        self.meta: bytes | None = None
-        self.buckets: dict[tuple[str, int], bytes] = {}
-
-    def get_meta(self) -> bytes | None:
-        return self.meta
-
-    def set_meta(self, blob: bytes) -> None:
-        self.meta = blob
-
-    def load(self, store: str, bucket: int) -> Any | None:
-        blob = self.buckets.get((store, bucket))
-        return None if blob is None else pickle.loads(blob)
-
-    def save_bucket(self, store: str, bucket: int, blob: bytes | None) -> None:
-        if blob is None:
-            self.buckets.pop((store, bucket), None)
-        else:
-            self.buckets[(store, bucket)] = blob
-
-    def prefetch(self) -> None:
-        """Nothing to do: the buckets are in memory."""
+__all__ = ["BatchResult", "DictTaskState", "TaskStateBackend", "run_task_batch", "wall_clock_now"]
 
 
 @dataclass

@@ -14,14 +14,13 @@ import os
 import pickle
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kspark.runtime.batch import TaskStateBackend
+from kspark.runtime.durable_state import TaskStateBackend
 
 
 class SpillingState:
-    """``inner`` (a :class:`~kspark.runtime.batch.TaskStateBackend`) with spilled buckets
+    """``inner`` (a :class:`~kspark.runtime.durable_state.TaskStateBackend`) with spilled buckets
     kept in local files until :meth:`write_spilled`."""
 
     def __init__(self, inner: TaskStateBackend, directory: str | None = None) -> None:
