@@ -40,3 +40,70 @@ def load_text() -> str:
         return f"load {os.getloadavg()[0]:.1f}"
     except OSError:
         return "load n/a"
+
+
+class WorkerMemory:
+    """The peak resident memory of this process's Python descendants (Spark's Python workers
+    and their daemon), sampled from ``/proc`` every ``interval`` seconds in a thread while the
+    object is open: the largest single worker, and all of them together."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        import threading
+
+        self.interval = interval
+        self.peak_worker = 0
+        self.peak_total = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> WorkerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.wait(self.interval):
+            sizes = [rss for pid, rss in _python_descendants(me)]
+            if sizes:
+                self.peak_worker = max(self.peak_worker, max(sizes))
+                self.peak_total = max(self.peak_total, sum(sizes))
+
+    def text(self) -> str:
+        mib = 1 << 20
+        return (f"Python workers' peak memory: {self.peak_worker / mib:,.0f} MiB in one, "
+                f"{self.peak_total / mib:,.0f} MiB together")
+
+
+def _python_descendants(root: int) -> list[tuple[int, int]]:
+    """``(pid, resident bytes)`` of every Python process below ``root`` (Linux ``/proc``)."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+            parents[int(name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError):
+            continue
+    out = []
+    for pid in parents:
+        up, seen = parents.get(pid), 0
+        while up is not None and up != root and seen < 64:
+            up, seen = parents.get(up), seen + 1
+        if up != root:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"python" not in f.read().split(b"\0")[0]:
+                    continue
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        out.append((pid, rss))
+    return out

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from machine import Steal
+from machine import Steal, WorkerMemory
 from session_workload import load_gen, session_count_topology
 
 VERBOSE = False
@@ -91,7 +91,7 @@ def expected_closed(frame: pd.DataFrame, sessions: pd.DataFrame, gap: int, grace
 
 
 # -- native --------------------------------------------------------------------------------------
-def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int,
+def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int, grace: int,
                sink: str = "memory") -> tuple[float, int]:
     from pyspark.sql import functions as F
 
@@ -108,7 +108,7 @@ def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int,
     counts = (
         spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
         .withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", f"{gen.GRACE_MS} milliseconds")
+        .withWatermark("t", f"{grace} milliseconds")
         .groupBy(F.session_window("t", f"{gen.GAP_MS} milliseconds"), "key").count()
     )
     writer = (counts.writeStream.format("memory").queryName("native_cmp") if sink == "memory"
@@ -127,7 +127,7 @@ def run_native(spark: Any, gen: Any, src: str, path: str, partitions: int,
 
 
 # -- kspark --------------------------------------------------------------------------------------
-def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
+def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int, grace: int,
                config: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     from kspark import io
     from kspark.spark import StreamsApp
@@ -138,7 +138,7 @@ def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
     source = io.files(path, format="parquet", key_field="key", timestamp_field="ts",
                       value_field="value", partitions=partitions, max_files_per_trigger=1)
     app = StreamsApp(
-        session_count_topology(gen.GAP_MS, gen.GRACE_MS, on_close),
+        session_count_topology(gen.GAP_MS, grace, on_close),
         "bench-sessions",
         {"clicks": source, "sessions": out},
         spark=spark,
@@ -188,8 +188,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--native-sink", choices=["memory", "parquet"], default="memory",
                         help="native's sink: the memory table (default) or Parquet files, for "
                              "outputs too large for the driver's memory")
+    parser.add_argument("--grace-ms", type=int, default=None,
+                        help="grace period instead of the workload's (a longer one keeps "
+                             "sessions in the store longer: a larger state)")
     parser.add_argument("--engine", choices=["native", "kspark"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def grace_of(args: argparse.Namespace, gen: Any) -> int:
+    """The grace period (native: the watermark's delay) of the runs."""
+    return gen.GRACE_MS if args.grace_ms is None else args.grace_ms
 
 
 #: how an engine's process hands its figures to the benchmark's
@@ -215,18 +223,22 @@ def measure_engine(args: argparse.Namespace) -> None:
     src = gen.make(n, k)
     spark = local_spark("local[2]", engine_spark_conf(args.engine, args.spark_conf))
     config = dict(kv.split("=", 1) for kv in args.conf)
+    grace = grace_of(args, gen)
     modes = [] if args.engine == "native" else (
         {"close": [True], "update": [False], "both": [True, False]}[args.emit])
 
     def run(path: str, on_close: bool | None) -> dict[str, Any]:
         steal = Steal()
-        if on_close is None:
-            elapsed, emitted = run_native(spark, gen, src, path, args.partitions,
-                                          args.native_sink)
-            figures: dict[str, Any] = {"out": emitted}
-        else:
-            elapsed, figures = run_kspark(spark, gen, path, on_close, args.partitions, config)
-        return {"elapsed": elapsed, "steal": steal.fraction(), **figures}
+        with WorkerMemory() as memory:
+            if on_close is None:
+                elapsed, emitted = run_native(spark, gen, src, path, args.partitions, grace,
+                                              args.native_sink)
+                figures: dict[str, Any] = {"out": emitted}
+            else:
+                elapsed, figures = run_kspark(spark, gen, path, on_close, args.partitions, grace,
+                                              config)
+        return {"elapsed": elapsed, "steal": steal.fraction(), "memory": memory.text(),
+                **figures}
 
     runs = [None] if args.engine == "native" else modes
     if args.warmup:
@@ -284,7 +296,7 @@ def main() -> None:
     frame = pd.read_parquet(gen.make(n, k))
     sessions = session_table(frame, gen.GAP_MS)
     closed_kspark, closed_native = expected_closed(
-        frame, sessions, gen.GAP_MS, gen.GRACE_MS, args.partitions
+        frame, sessions, gen.GAP_MS, grace_of(args, gen), args.partitions
     )
     print(f"workload N={len(frame)} K={k}: reference sessions {len(sessions)}; closed at end of "
           f"input: {closed_kspark} by kspark's rule, {closed_native} by native's watermark")
@@ -299,7 +311,8 @@ def main() -> None:
         for r in native.values():
             print(f"[batches={r['batches']} run {rep + 1}] native session_window append: "
                   f"{r['elapsed']:.2f}s {n / r['elapsed']:,.0f} rec/s, sessions emitted "
-                  f"{r['out']} (expected {closed_native}); {Steal.text(r['steal'])}")
+                  f"{r['out']} (expected {closed_native}); {Steal.text(r['steal'])}; "
+                  f"{r['memory']}")
         for r in run_engine("kspark", sys.argv[1:]):
             nat = native.get(r["index"])
             rate = n / r["elapsed"]
@@ -318,7 +331,8 @@ def main() -> None:
                     ratio += f" (steal-adjusted {adjusted:.2f})"
             print(f"[batches={r['batches']} run {rep + 1}] kspark {name}: {r['elapsed']:.2f}s "
                   f"{rate:,.0f} rec/s{ratio}; {check}; dropped {r['dropped']}; "
-                  f"micro-batches {r['batches_run']}; {Steal.text(r['steal'])}")
+                  f"micro-batches {r['batches_run']}; {Steal.text(r['steal'])}; "
+                  f"{r['memory']}")
             summary.append((r["batches"], name, rate, native_rate, adjusted))
     print("summary (records/s):")
     for batches, name, rate, native_rate, adjusted in sorted(summary, key=lambda x: x[0]):

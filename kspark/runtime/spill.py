@@ -2,10 +2,11 @@
 (``state.buckets.in.memory``, docs/semantics.md §6).
 
 A store that lets go of a changed bucket during a batch puts it here; the bucket waits in a file
-of the task's own temporary directory, and the store's next use of it loads it from there. When
-the batch is written, every spilled bucket that was not written since goes to the durable state
-from its file. The durable state itself is not touched before the batch ends, so a batch that is
-run again (the vectorised path giving up) starts from it after :meth:`SpillingState.discard`.
+of the task's own temporary directory (on an executor's local disk), and the store's next use
+of it loads it from there. When the batch is written, every spilled bucket that was not written
+since goes to the durable state from its file. The durable state itself is not touched before
+the batch ends, so a batch that is run again (the vectorised path giving up) starts from it
+after :meth:`SpillingState.discard`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ import tempfile
 from typing import Any
 
 from kspark.runtime.durable_state import TaskStateBackend
+
+
+def local_dir() -> str | None:
+    """Where spill files go: the first of the local directories Spark gives its Python workers
+    (``SPARK_LOCAL_DIRS``, an executor's scratch disks), else the system's temporary one."""
+    dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d]
+    return dirs[0] if dirs else None
 
 
 class SpillingState:
@@ -65,7 +73,7 @@ class SpillingState:
             self._spilled[key] = None
             return
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="kspark-spill-", dir=self._parent)
+            self._dir = tempfile.mkdtemp(prefix="kspark-spill-", dir=self._parent or local_dir())
         path = self._spilled.get(key) or os.path.join(self._dir, f"{self.spills}.bin")
         with open(path, "wb") as f:
             pickle.dump(data, f, protocol=5)
