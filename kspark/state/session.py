@@ -168,7 +168,7 @@ class InMemorySessionStore(SegmentedStore):
                 segment = data.get(seg)
                 subs = None if segment is None else segment.get(key)
                 if subs is None:
-                    subs = SubEntries()
+                    subs = {}
                 touched[seg] = subs
             subs[(end, start)] = (agg, timestamp)
         for seg, subs in touched.items():

@@ -1,20 +1,43 @@
-"""The bucket layout's small parts: a key's entries in a segment (``SubEntries``) read in sub
-key order like a ``SortedDict``, buckets saved with ``SortedDict`` entries by earlier versions
-still load, and a store's remembered bucket of a key is the one its hash gives."""
+"""The bucket layout's small parts: a key's entries in a segment (a plain dict) read in sub key
+order like a ``SortedDict``, buckets saved with ``SortedDict`` entries or ``SubEntries`` (a dict
+subclass) by earlier versions still load, and a store's remembered bucket of a key is the one
+its hash gives."""
 
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 from sortedcontainers import SortedDict
 
 from kspark.hashing import stable_hash
+from kspark.records import KeyValue
 from kspark.state import DictBucketLoader, InMemorySessionStore, InMemoryWindowStore, NullContext
 from kspark.state.internals import base as state_base
-from kspark.state.internals.segments import SubEntries
+from kspark.state.internals.segments import sub_keys
 from kspark.windows import Window, Windowed
+
+#: ``{0: SortedDict({"k": SubEntries({(5, 1): (3, 5)})})}`` as the version of 2026-11-24 pickled
+#: it (session ``[1, 5]`` of key ``"k"`` with aggregate 3, stored at timestamp 5)
+OLD_BUCKET = (
+    b"\x80\x05\x95\x80\x00\x00\x00\x00\x00\x00\x00}\x94K\x00\x8c\x1bsortedcontainers.sorteddict"
+    b"\x94\x8c\nSortedDict\x94\x93\x94N}\x94\x8c\x01k\x94\x8c\x1fkspark.state.internals.segments"
+    b"\x94\x8c\nSubEntries\x94\x93\x94)\x81\x94K\x05K\x01\x86\x94K\x03K\x05\x86\x94ss\x86\x94R\x94s."
+)
+
+
+class _Blobs:
+    """A bucket loader over pickled buckets."""
+
+    def __init__(self, blobs: dict[int, bytes]) -> None:
+        self.blobs = blobs
+
+    def load(self, store: str, bucket: int) -> Any | None:
+        blob = self.blobs.get(bucket)
+        return None if blob is None else pickle.loads(blob)
+
 
 subs = st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), max_size=30)
 bound = st.none() | st.tuples(st.integers(-60, 60)) | st.tuples(st.integers(-60, 60),
@@ -23,11 +46,9 @@ bound = st.none() | st.tuples(st.integers(-60, 60)) | st.tuples(st.integers(-60,
 
 @given(subs, bound, bound)
 def test_sub_entries_read_in_sub_key_order_like_a_sorted_dict(keys, lo, hi):
-    entries = SubEntries((k, i) for i, k in enumerate(keys))
+    entries = {k: i for i, k in enumerate(keys)}
     reference = SortedDict((k, i) for i, k in enumerate(keys))
-    assert entries.irange(lo, hi) == list(reference.irange(lo, hi))
-    copy = pickle.loads(pickle.dumps(entries, protocol=5))
-    assert type(copy) is SubEntries and copy == entries
+    assert sub_keys(entries, lo, hi) == list(reference.irange(lo, hi))
 
 
 def _sessions(store: InMemorySessionStore) -> list:
@@ -68,3 +89,21 @@ def test_remembered_buckets_are_the_hashed_ones(monkeypatch):
         assert [store.bucket_of(k) for k in keys] == [stable_hash(k) % 16 for k in keys]
     assert len(store._bucket_memo) <= 3
     assert len({store.bucket_of(k) for k in (1, 1.0, True)}) > 1
+
+
+def test_a_bucket_of_the_earlier_layout_loads_and_takes_writes():
+    store = InMemorySessionStore("s", retention_ms=1_000_000, num_buckets=1)
+    store.init(NullContext(), _Blobs({0: OLD_BUCKET}))
+    assert store.fetch("k") == [KeyValue(Windowed("k", Window(1, 5)), 3)]
+    store.put(Windowed("k", Window(7, 9)), 4, 9)
+    assert store.fetch("k") == [KeyValue(Windowed("k", Window(1, 5)), 3),
+                                KeyValue(Windowed("k", Window(7, 9)), 4)]
+
+
+def test_entries_are_pickled_as_plain_dicts():
+    store = InMemorySessionStore("s", retention_ms=1_000_000, num_buckets=1)
+    store.init(NullContext())
+    store.put(Windowed("k", Window(1, 5)), 3, 5)
+    blob = pickle.dumps(store.dirty_buckets()[0], protocol=5)
+    assert b"SubEntries" not in blob
+    assert _Blobs({0: blob}).load("s", 0) == pickle.loads(OLD_BUCKET)

@@ -10,7 +10,7 @@ any put or remove. With ``bound = observed_stream_time - retention``:
 - an entry whose segment timestamp is ``<= bound`` is expired: reads never return it, even while
   its segment still exists.
 
-Bucket layout: ``{segment_id: SortedDict(key -> SubEntries(sub_key -> (value, timestamp)))}``,
+Bucket layout: ``{segment_id: SortedDict(key -> {sub_key: (value, timestamp)})}``,
 where the sub key orders one key's entries in time (window: ``(start, seqnum)``, session:
 ``(end, start)``). Empty containers are always removed, so an empty bucket is ``{}`` (falsy).
 """
@@ -25,22 +25,20 @@ from sortedcontainers import SortedDict
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name, order_error
 
+#: one key's entries in one segment: ``{sub_key: (value, timestamp)}``, a plain dict (a key has a
+#: handful of entries per segment, and a batch builds, loads and pickles one per key it touches:
+#: a dict costs a fraction of a ``SortedDict`` to build and (un)pickle, and half of a dict
+#: subclass to pickle; its few sub keys are sorted when read, see :func:`sub_keys`). State
+#: written when this was a dict subclass of this name loads as plain dicts.
+SubEntries = dict
 
-class SubEntries(dict):
-    """One key's entries in one segment, by sub key: a plain dict, read in sub key order.
 
-    A key has a handful of entries per segment, and a batch builds, loads and pickles one such
-    container per key it touches: a dict costs a fraction of a ``SortedDict`` to build and to
-    (un)pickle, and sorting a few sub keys on read is cheap."""
-
-    __slots__ = ()
-
-    def irange(self, lo: Any = None, hi: Any = None) -> list[Any]:
-        """The sub keys in ``[lo, hi]`` (``None``: unbounded), ascending."""
-        subs = sorted(self)
-        if lo is None and hi is None:
-            return subs
-        return [s for s in subs if (lo is None or s >= lo) and (hi is None or s <= hi)]
+def sub_keys(subs: dict[Any, Any], lo: Any = None, hi: Any = None) -> list[Any]:
+    """The sub keys of ``subs`` in ``[lo, hi]`` (``None``: unbounded), ascending."""
+    keys = sorted(subs)
+    if lo is None and hi is None:
+        return keys
+    return [s for s in keys if (lo is None or s >= lo) and (hi is None or s <= hi)]
 
 
 #: Marker returned by :meth:`SegmentedStore._write` when the target segment has expired.
@@ -220,7 +218,7 @@ class SegmentedStore(StoreBase):
             for key, changes in keys.items():
                 subs = segment.get(key)
                 if subs is None:
-                    subs = SubEntries()
+                    subs = {}
                 for sub, entry in changes:
                     if entry is None:
                         subs.pop(sub, None)
@@ -247,7 +245,7 @@ class SegmentedStore(StoreBase):
         subs = segment.get(key)
         if subs is None:
             try:
-                segment[key] = subs = SubEntries()
+                segment[key] = subs = {}
             except TypeError as e:
                 if not segment:
                     del data[seg]
@@ -309,7 +307,7 @@ class SegmentedStore(StoreBase):
         for seg in self._segments(data, seg_lo, seg_hi):
             subs = data[seg].get(key)
             if subs:
-                for sub in subs.irange(sub_lo, sub_hi):
+                for sub in sub_keys(subs, sub_lo, sub_hi):
                     yield sub, subs[sub]
 
     def _range_runs(
@@ -333,7 +331,7 @@ class SegmentedStore(StoreBase):
                     segment = data[seg]
                     for key in segment.irange(key_lo, key_hi):
                         subs = segment[key]
-                        for sub in subs.irange(sub_lo, sub_hi):
+                        for sub in sub_keys(subs, sub_lo, sub_hi):
                             run.append((key, sub, subs[sub]))
                 runs.append(run)
         except TypeError as e:
