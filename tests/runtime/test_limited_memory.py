@@ -11,7 +11,15 @@ import pickle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_session_fast_path import J, S, examples, records_strategy, state_of, topology
+from test_session_fast_path import (
+    J,
+    S,
+    examples,
+    input_batches,
+    records_strategy,
+    state_of,
+    topology,
+)
 
 from kspark import Stores, Topology, serdes
 from kspark.config import StreamsConfig
@@ -61,14 +69,7 @@ def without_spill_counts(counters):
        fast=st.booleans())
 def test_session_aggregation_with_one_bucket_in_memory_equals_unlimited(
         steps, cuts, gap, grace, on_close, caching, kind, logged, fast):
-    recs, now = [], 0
-    for i, (key, value, jitter) in enumerate(steps):
-        now += 3
-        ts = max(0, now - jitter % (gap * 3 + 1)) if jitter % 4 == 0 else now + jitter % 7
-        recs.append(SourceRecord("in", 0, i, ts, None if key is None else S.serialize(key),
-                                 None if value is None else J.serialize(value)))
-    bounds = sorted({c for c in cuts if c < len(recs)})
-    batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
+    batches = input_batches(steps, cuts, gap, 3)
     topo = topology(gap, grace, on_close, caching, kind)
     expected = run(topo, batches, UNLIMITED, fast=False, logged=logged)
     actual = run(topo, batches, LIMITED, fast=fast, logged=logged)

@@ -82,6 +82,19 @@ records_strategy = st.lists(
 )
 
 
+def input_batches(steps, cuts, gap: int, drift: int) -> list[list[SourceRecord]]:
+    """Records of ``steps`` (key, value, jitter) in time mostly increasing by ``drift`` with
+    jitter (so that both paths get exercised), cut into batches at ``cuts``."""
+    recs, now = [], 0
+    for i, (key, value, jitter) in enumerate(steps):
+        now += drift
+        ts = max(0, now - jitter % (gap * 3 + 1)) if jitter % 4 == 0 else now + jitter % 7
+        recs.append(SourceRecord("in", 0, i, ts, None if key is None else S.serialize(key),
+                                 None if value is None else J.serialize(value)))
+    bounds = sorted({c for c in cuts if c < len(recs)})
+    return [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
+
+
 def examples(default: int) -> int:
     """Hypothesis examples: ``default`` in CI, more with ``KSPARK_EXAMPLES`` set."""
     return int(os.environ.get("KSPARK_EXAMPLES", default))
@@ -102,15 +115,7 @@ def examples(default: int) -> int:
 )
 def test_fast_path_equals_record_path(steps, cuts, gap, grace, on_close, caching, kind, drift,
                                       logged):
-    # mostly increasing time with jitter, so that both paths get exercised
-    recs, now = [], 0
-    for i, (key, value, jitter) in enumerate(steps):
-        now += drift
-        ts = max(0, now - jitter % (gap * 3 + 1)) if jitter % 4 == 0 else now + jitter % 7
-        recs.append(SourceRecord("in", 0, i, ts, None if key is None else S.serialize(key),
-                                 None if value is None else J.serialize(value)))
-    bounds = sorted({c for c in cuts if c < len(recs)})
-    batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
+    batches = input_batches(steps, cuts, gap, drift)
     topo = topology(gap, grace, on_close, caching, kind)
     fast = run(topo, batches, True, logged)
     exact = run(topo, batches, False, logged)

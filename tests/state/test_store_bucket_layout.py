@@ -6,7 +6,6 @@ its hash gives."""
 from __future__ import annotations
 
 import pickle
-from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,17 +25,6 @@ OLD_BUCKET = (
     b"\x94\x8c\nSortedDict\x94\x93\x94N}\x94\x8c\x01k\x94\x8c\x1fkspark.state.internals.segments"
     b"\x94\x8c\nSubEntries\x94\x93\x94)\x81\x94K\x05K\x01\x86\x94K\x03K\x05\x86\x94ss\x86\x94R\x94s."
 )
-
-
-class _Blobs:
-    """A bucket loader over pickled buckets."""
-
-    def __init__(self, blobs: dict[int, bytes]) -> None:
-        self.blobs = blobs
-
-    def load(self, store: str, bucket: int) -> Any | None:
-        blob = self.blobs.get(bucket)
-        return None if blob is None else pickle.loads(blob)
 
 
 subs = st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), max_size=30)
@@ -92,8 +80,10 @@ def test_remembered_buckets_are_the_hashed_ones(monkeypatch):
 
 
 def test_a_bucket_of_the_earlier_layout_loads_and_takes_writes():
+    loader = DictBucketLoader()
+    loader.buckets[("s", 0)] = OLD_BUCKET
     store = InMemorySessionStore("s", retention_ms=1_000_000, num_buckets=1)
-    store.init(NullContext(), _Blobs({0: OLD_BUCKET}))
+    store.init(NullContext(), loader)
     assert store.fetch("k") == [KeyValue(Windowed("k", Window(1, 5)), 3)]
     store.put(Windowed("k", Window(7, 9)), 4, 9)
     assert store.fetch("k") == [KeyValue(Windowed("k", Window(1, 5)), 3),
@@ -101,9 +91,10 @@ def test_a_bucket_of_the_earlier_layout_loads_and_takes_writes():
 
 
 def test_entries_are_pickled_as_plain_dicts():
+    loader = DictBucketLoader()
     store = InMemorySessionStore("s", retention_ms=1_000_000, num_buckets=1)
-    store.init(NullContext())
+    store.init(NullContext(), loader)
     store.put(Windowed("k", Window(1, 5)), 3, 5)
-    blob = pickle.dumps(store.dirty_buckets()[0], protocol=5)
-    assert b"SubEntries" not in blob
-    assert _Blobs({0: blob}).load("s", 0) == pickle.loads(OLD_BUCKET)
+    loader.save(store)
+    assert b"SubEntries" not in loader.buckets[("s", 0)]
+    assert loader.load("s", 0) == pickle.loads(OLD_BUCKET)
