@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import struct
 import zlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +16,17 @@ if TYPE_CHECKING:
 def stable_hash(key: Any) -> int:
     """A non-negative 32-bit hash of ``key`` that is identical across processes and runs."""
     return zlib.crc32(_key_bytes(key))
+
+
+def stable_hashes(keys: Iterable[Any]) -> list[int]:
+    """:func:`stable_hash` of each of ``keys`` (``str`` keys without a call each)."""
+    crc, out = zlib.crc32, []
+    for key in keys:
+        if type(key) is str:
+            out.append(crc(b"s" + key.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(crc(_key_bytes(key)))
+    return out
 
 
 def _key_bytes(key: Any) -> bytes:

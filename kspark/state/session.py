@@ -11,7 +11,7 @@ from sortedcontainers import SortedDict
 from kspark.records import KeyValue
 from kspark.state.internals.base import DEFAULT_BUCKETS
 from kspark.state.internals.common import merge_sorted, order_error
-from kspark.state.internals.segments import EXPIRED, SegmentedStore, SubEntries
+from kspark.state.internals.segments import EXPIRED, SegmentedStore
 from kspark.windows import Window, Windowed
 
 
@@ -101,10 +101,10 @@ class InMemorySessionStore(SegmentedStore):
         ])
 
     # -- raw access for vectorised batch paths ----------------------------------------------
-    def raw_sessions(self, key: Any) -> list[tuple[int, int, Any, int]]:
-        """``(end, start, agg, timestamp)`` of every stored session of ``key``, expired ones
-        included, ascending by (end, start); loads the key's bucket."""
-        data = self._bucket(self.bucket_of(key), create=False)
+    def raw_sessions(self, key: Any, bucket: int | None = None) -> list[tuple[int, int, Any, int]]:
+        """``(end, start, agg, timestamp)`` of every stored session of ``key`` (in ``bucket``,
+        if known), expired ones included, ascending by (end, start); loads the key's bucket."""
+        data = self._bucket(self.bucket_of(key) if bucket is None else bucket, create=False)
         if not data:
             return []
         out = []
@@ -134,60 +134,60 @@ class InMemorySessionStore(SegmentedStore):
 
     def apply_raw(
         self,
-        key: Any,
-        removes: Iterable[tuple[int, int]],
-        puts: Iterable[tuple[int, int, Any, int]],
+        changes: Iterable[tuple[Any, int, Iterable[tuple[int, int]],
+                                Iterable[tuple[int, int, Any, int]]]],
     ) -> None:
-        """Delete the sessions ``(end, start)`` of ``key``, then store ``(end, start, agg,
-        timestamp)``, without clocks, change tracking or checks; segments below the oldest live
-        segment are skipped (a sweep would delete them). Marks the key's bucket dirty.
+        """For each ``(key, bucket, removes, puts)``: delete the key's sessions ``(end, start)``
+        of ``removes``, then store the ``(end, start, agg, timestamp)`` of ``puts``, without
+        clocks, change tracking or checks; segments below the oldest live segment are skipped
+        (a sweep would delete them). Marks each key's bucket dirty.
 
         A key's entries in a segment are changed in place, and the key leaves (or joins) the
         segment's sorted keys only when its last entry there goes (or its first comes)."""
-        bucket = self.bucket_of(key)
         live = self.min_live_segment()
         interval = self.segment_interval_ms
-        data = self._bucket(bucket, create=True)
-        touched: dict[int, SubEntries] = {}
-        for end, start in removes:
-            seg = end // interval
-            subs = touched.get(seg)
-            if subs is None:
-                segment = data.get(seg)
-                subs = None if segment is None else segment.get(key)
+        for key, bucket, removes, puts in changes:
+            data = self._bucket(bucket, create=True)
+            touched: dict[int, dict[Any, Any]] = {}
+            for end, start in removes:
+                seg = end // interval
+                subs = touched.get(seg)
                 if subs is None:
+                    segment = data.get(seg)
+                    subs = None if segment is None else segment.get(key)
+                    if subs is None:
+                        continue
+                    touched[seg] = subs
+                subs.pop((end, start), None)
+            for end, start, agg, timestamp in puts:
+                seg = end // interval
+                if seg < live:
                     continue
-                touched[seg] = subs
-            subs.pop((end, start), None)
-        for end, start, agg, timestamp in puts:
-            seg = end // interval
-            if seg < live:
-                continue
-            subs = touched.get(seg)
-            if subs is None:
-                segment = data.get(seg)
-                subs = None if segment is None else segment.get(key)
+                subs = touched.get(seg)
                 if subs is None:
-                    subs = {}
-                touched[seg] = subs
-            subs[(end, start)] = (agg, timestamp)
-        for seg, subs in touched.items():
-            segment = data.get(seg)
-            if subs:
-                if segment is None:
-                    segment = data[seg] = SortedDict()
-                if key not in segment:
-                    try:
-                        segment[key] = subs
-                    except TypeError as e:
-                        if not segment:
-                            del data[seg]
-                        raise order_error(self.name, e) from e
-            elif segment is not None and key in segment:
-                del segment[key]
-                if not segment:
-                    del data[seg]
-        self._touch(bucket)
+                    segment = data.get(seg)
+                    subs = None if segment is None else segment.get(key)
+                    if subs is None:
+                        subs = {}
+                    touched[seg] = subs
+                subs[(end, start)] = (agg, timestamp)
+            for seg, subs in touched.items():
+                segment = data.get(seg)
+                if subs:
+                    if segment is None:
+                        segment = data[seg] = SortedDict()
+                    if key not in segment:
+                        try:
+                            segment[key] = subs
+                        except TypeError as e:
+                            if not segment:
+                                del data[seg]
+                            raise order_error(self.name, e) from e
+                elif segment is not None and key in segment:
+                    del segment[key]
+                    if not segment:
+                        del data[seg]
+            self._dirty_buckets.add(bucket)
 
     # -- reads -------------------------------------------------------------------------------
     def _current(self, store_key: Any) -> Any:

@@ -8,6 +8,8 @@ import os
 
 import pyspark
 
+from kspark.spark.internals.worker_daemon import GC_THRESHOLD
+
 
 def test_spark_home_links_everything_but_the_zipped_python():
     from kspark.spark.session import spark_home_without_zipped_python
@@ -46,6 +48,7 @@ def test_python_workers_import_the_installed_pyspark(spark):
 
 def test_python_workers_fork_from_kspark_daemon_with_its_modules_loaded(spark):
     def origin(batches):
+        import gc
         import os
         import sys
 
@@ -54,13 +57,17 @@ def test_python_workers_fork_from_kspark_daemon_with_its_modules_loaded(spark):
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
             parent = f.read().replace(b"\0", b" ").decode()
         loaded = "kspark.spark.internals.stage_rows" in sys.modules
+        gc_threshold = list(gc.get_threshold())
         for _ in batches:
-            yield pa.RecordBatch.from_pydict({"parent": [parent], "loaded": [loaded]})
+            yield pa.RecordBatch.from_pydict({"parent": [parent], "loaded": [loaded],
+                                              "gc": [gc_threshold]})
 
-    rows = spark.range(2, numPartitions=2).mapInArrow(origin, "parent string, loaded boolean")
+    rows = spark.range(2, numPartitions=2).mapInArrow(
+        origin, "parent string, loaded boolean, gc array<bigint>")
     for row in rows.collect():
         assert "kspark.spark.internals.worker_daemon" in row.parent, row.parent
         assert row.loaded  # imported by the daemon, not by this function
+        assert tuple(row.gc) == GC_THRESHOLD  # set by the daemon before it forked
 
 
 def spark_home() -> str | None:

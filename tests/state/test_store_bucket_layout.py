@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sortedcontainers import SortedDict
 
-from kspark.hashing import stable_hash
+from kspark.hashing import stable_hash, stable_hashes
 from kspark.records import KeyValue
 from kspark.state import DictBucketLoader, InMemorySessionStore, InMemoryWindowStore, NullContext
 from kspark.state.internals import base as state_base
@@ -77,6 +77,18 @@ def test_remembered_buckets_are_the_hashed_ones(monkeypatch):
         assert [store.bucket_of(k) for k in keys] == [stable_hash(k) % 16 for k in keys]
     assert len(store._bucket_memo) <= 3
     assert len({store.bucket_of(k) for k in (1, 1.0, True)}) > 1
+
+
+keys_of_every_kind = st.lists(st.one_of(
+    st.text(), st.binary(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none(),
+    st.tuples(st.text(), st.integers())), max_size=20)
+
+
+@given(keys_of_every_kind, st.integers(1, 64))
+def test_buckets_of_many_keys_are_each_keys_bucket(keys, buckets):
+    store = InMemoryWindowStore("w", 1000, 10, num_buckets=buckets)
+    assert stable_hashes(keys) == [stable_hash(k) for k in keys]
+    assert store.buckets_of(keys) == [stable_hash(k) % buckets for k in keys]
 
 
 def test_a_bucket_of_the_earlier_layout_loads_and_takes_writes():

@@ -5,11 +5,20 @@ Spark's own daemon (``pyspark.daemon``) forks a worker per task slot, and each w
 imports pandas, pyarrow and kspark when it unpickles its first function: a second or more of
 CPU per worker, on every executor, paid again whenever a worker is replaced. Imported here, the
 forked workers share them. The daemon then runs as Spark's does.
+
+Its workers collect garbage less often than Python's default (:data:`GC_THRESHOLD`): a
+micro-batch creates its tasks' state and records by the hundred thousand objects, few of them
+in reference cycles, and the default (a young collection every 700 allocations, which
+sometimes become full ones) spends a noticeable share of a task's CPU on them
+(docs/performance.md, "Ten million keys").
 """
 
 from __future__ import annotations
 
 import gc
+
+#: the workers' garbage collection thresholds (``gc.set_threshold``)
+GC_THRESHOLD = (50_000, 20, 100)
 
 
 def preload() -> None:
@@ -30,6 +39,7 @@ def main() -> None:
 
     preload()
     gc.freeze()  # the imported objects stay shared with the workers (no copy-on-write by gc)
+    gc.set_threshold(*GC_THRESHOLD)  # inherited by the forked workers
     manager()
 
 

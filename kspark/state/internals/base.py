@@ -15,12 +15,12 @@ the changelog (docs/semantics.md §6).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal, Protocol, overload
 
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError
-from kspark.hashing import stable_hash
+from kspark.hashing import stable_hash, stable_hashes
 
 DEFAULT_BUCKETS = 16
 #: most keys whose bucket a store remembers
@@ -170,6 +170,13 @@ class StoreBase:
                 memo.clear()
             bucket = memo[key] = stable_hash(key) % self.num_buckets
         return bucket
+
+    def buckets_of(self, keys: Sequence[Any]) -> list[int]:
+        """The bucket of each of ``keys`` (:meth:`bucket_of` for many keys at once)."""
+        n = self.num_buckets
+        if n == 1:
+            return [0] * len(keys)
+        return [h % n for h in stable_hashes(keys)]
 
     def _bucket_for(self, key: Any, *, create: bool) -> Any | None:
         return self._bucket(self.bucket_of(key), create=create)

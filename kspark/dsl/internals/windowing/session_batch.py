@@ -57,6 +57,7 @@ class SessionBatch(SessionEmission):
         n = len(view)
         ts = view.timestamps
         key_codes = view.keys.codes
+        self.buckets = store.buckets_of(self.keys)
         if store.memory_limited:
             key_codes = self._codes_by_bucket(key_codes)
         valid = (key_codes >= 0) & (view.values.codes >= 0)
@@ -106,8 +107,10 @@ class SessionBatch(SessionEmission):
         code_end = np.r_[code_start[1:], n_clusters]
         # a key's clusters are apart and in time order: both bounds are sorted per key
         maxima, minima, codes = cl_max.tolist(), cl_min.tolist(), cl_code.tolist()
+        buckets, raw_sessions = self.buckets, store.raw_sessions
         for lo, hi in zip(code_start.tolist(), code_end.tolist()):
-            for end, start, agg, stamp in store.raw_sessions(keys[codes[lo]]):
+            code = codes[lo]
+            for end, start, agg, stamp in raw_sessions(keys[code], buckets[code]):
                 if end <= initial_bound:
                     continue  # expired: no record finds it again
                 a = bisect_left(maxima, start - gap, lo, hi)
@@ -182,12 +185,11 @@ class SessionBatch(SessionEmission):
         buckets one after another (each loaded once per pass with limited memory)."""
         if not len(self.keys):
             return codes
-        bucket_of = self.store.bucket_of
-        buckets = np.array([bucket_of(key) for key in self.keys], dtype=np.int64)
-        order = np.argsort(buckets, kind="stable")
+        order = np.argsort(np.array(self.buckets, dtype=np.int64), kind="stable")
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         self.keys = [self.keys[i] for i in order.tolist()]
+        self.buckets = [self.buckets[i] for i in order.tolist()]
         self.all_keys = list(self.keys)
         self.codes = {key: code for code, key in enumerate(self.keys)}
         return np.where(codes >= 0, rank[np.maximum(codes, 0)], codes)

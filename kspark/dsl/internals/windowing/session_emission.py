@@ -99,6 +99,8 @@ class SessionEmission:
         #: flush (emit on update with caching) and for the changelog
         self.replay = (not proc.emit_final and proc.caching) or self.logged
         self.keys = view.keys.uniques
+        #: the store bucket of each key, by code (set by the batch's run)
+        self.buckets: list[int] = []
         #: each position's record timestamp: a store change is logged with the timestamp of
         #: the record that makes it, as Kafka Streams' session store logs
         self.stamps = np.asarray(view.timestamps, dtype=np.int64)
@@ -172,9 +174,11 @@ class SessionEmission:
     # -- results -----------------------------------------------------------------------------
     def _write(self, codes: list[int]) -> None:
         """Every key of the batch: its removed sessions deleted, its sessions stored."""
-        store, keys = self.store, self.keys
-        for code in codes:
-            store.apply_raw(keys[code], self.removes.get(code, ()), self.puts.get(code, ()))
+        keys, buckets, removes, puts = self.keys, self.buckets, self.removes, self.puts
+        self.store.apply_raw(
+            (keys[code], buckets[code], removes.get(code, ()), puts.get(code, ()))
+            for code in codes
+        )
 
     def _emit(
         self,
