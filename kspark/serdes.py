@@ -44,6 +44,24 @@ _END_START = struct.Struct(">qq")
 MAX_LONG = (1 << 63) - 1
 
 
+def _with_shortcut(
+    general: Callable[[Any], Any], kind: type, fast: Callable[[Any], Any],
+    errors: type[Exception],
+) -> Callable[[Any], Any]:
+    """``general``, but a value of exactly type ``kind`` goes through ``fast`` first (one that
+    raises ``errors`` goes the general way, which reports the error as ``general`` does)."""
+
+    def convert(value: Any) -> Any:
+        if type(value) is kind:
+            try:
+                return fast(value)
+            except errors:
+                pass
+        return general(value)
+
+    return convert
+
+
 class Serde:
     """Base class: subclasses implement ``_serialize`` and ``_deserialize``."""
 
@@ -137,32 +155,12 @@ class String(Serde):
     def serializer(self) -> Callable[[Any], bytes | None]:
         if type(self) is not String:
             return self.serialize
-        general = self.serialize
-
-        def serialize(value: Any) -> bytes | None:
-            if type(value) is str:
-                try:
-                    return value.encode("utf-8")
-                except UnicodeEncodeError:
-                    pass
-            return general(value)
-
-        return serialize
+        return _with_shortcut(self.serialize, str, str.encode, UnicodeEncodeError)
 
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not String:
             return self.deserialize
-        general = self.deserialize
-
-        def deserialize(data: Any) -> Any:
-            if type(data) is bytes:
-                try:
-                    return data.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass
-            return general(data)
-
-        return deserialize
+        return _with_shortcut(self.deserialize, bytes, bytes.decode, UnicodeDecodeError)
 
     def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
         if type(self) is not String:
@@ -202,17 +200,7 @@ class Long(Serde):
     def serializer(self) -> Callable[[Any], bytes | None]:
         if type(self) is not Long:
             return self.serialize
-        general, pack = self.serialize, _LONG.pack
-
-        def serialize(value: Any) -> bytes | None:
-            if type(value) is int:
-                try:
-                    return pack(value)
-                except struct.error:
-                    pass
-            return general(value)
-
-        return serialize
+        return _with_shortcut(self.serialize, int, _LONG.pack, struct.error)
 
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not Long:

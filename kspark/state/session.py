@@ -101,10 +101,10 @@ class InMemorySessionStore(SegmentedStore):
         ])
 
     # -- raw access for vectorised batch paths ----------------------------------------------
-    def raw_sessions(self, key: Any, bucket: int | None = None) -> list[tuple[int, int, Any, int]]:
-        """``(end, start, agg, timestamp)`` of every stored session of ``key`` (in ``bucket``,
-        if known), expired ones included, ascending by (end, start); loads the key's bucket."""
-        data = self._bucket(self.bucket_of(key) if bucket is None else bucket, create=False)
+    def raw_sessions(self, key: Any, bucket: int) -> list[tuple[int, int, Any, int]]:
+        """``(end, start, agg, timestamp)`` of every stored session of ``key`` (whose bucket is
+        ``bucket``), expired ones included, ascending by (end, start); loads the bucket."""
+        data = self._bucket(bucket, create=False)
         if not data:
             return []
         out = []
