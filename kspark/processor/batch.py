@@ -7,6 +7,8 @@ The runtime recognises these by type (``isinstance``), never by probing for meth
 - :class:`ColumnMapper`: a :class:`RecordMapper` that also maps records held as columns.
 - :class:`BatchProcessor`: a processor that can take a whole task's batch straight from its
   source (:class:`RecordBatch`) and produce exactly what record-by-record processing would.
+- :class:`SerializedBatchProcessor`: a processor that can take a whole task's batch still
+  serialized (:class:`SerializedBatch`) and decode it itself, faster than the generic decoding.
 - :class:`StreamTimeFollower`: a processor that acts when stream time moves without a record
   (idle closing).
 """
@@ -104,3 +106,27 @@ class BatchProcessor(ABC):
         """Process every record of ``batch`` exactly as ``process`` would, one after another;
         return how many it handled the vectorised way, or ``None`` (before changing anything)
         to have the batch processed record by record."""
+
+
+class SerializedBatch(Protocol):
+    """One task's records of a micro-batch, straight from one source, still serialized."""
+
+    #: key bytes of each record (``None``: no key)
+    keys: np.ndarray
+    #: value bytes of each record (``None``: no value)
+    values: np.ndarray
+    timestamps: np.ndarray
+
+    def __len__(self) -> int: ...
+
+
+class SerializedBatchProcessor(BatchProcessor):
+    """A :class:`BatchProcessor` that can also process a whole batch of serialized records at
+    once: the runtime offers it the batch before decoding it, when it is the source's only
+    child."""
+
+    @abstractmethod
+    def process_serialized(self, batch: SerializedBatch) -> int | None:
+        """Process every record of ``batch`` exactly as ``process`` would, one after another;
+        return how many it handled that way, or ``None`` (before changing anything) to have
+        the batch decoded and processed the usual way."""

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from kspark.errors import SerializationError
-from kspark.runtime.serialized import Encoded
+from kspark.runtime.serialized import Encoded, SourceBatch
 from kspark.windows import Window, Windowed
 
 #: serdes whose ``deserialize`` is a pure function of the bytes: decoded once per distinct value
@@ -111,3 +111,14 @@ def decode_column(raw: Any, serde: Any, *, dedupe: bool, encoded: Encoded | None
         if len(distinct) != len(decoded) - len(nulls):
             return None
     return DecodedColumn(codes, decoded, raw, serde, immutable, flat)
+
+
+def decode_batch(batch: SourceBatch, key_serde: Any, value_serde: Any
+                 ) -> tuple[DecodedColumn, DecodedColumn] | None:
+    """The keys (see :func:`decode_column` with ``dedupe``) and values of ``batch`` decoded,
+    or ``None`` when either cannot be."""
+    keys = decode_column(batch.keys, key_serde, dedupe=True, encoded=batch.encoded_keys)
+    if keys is None:
+        return None
+    values = decode_column(batch.values, value_serde, dedupe=False, encoded=batch.encoded_values)
+    return None if values is None else (keys, values)

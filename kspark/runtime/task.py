@@ -16,14 +16,18 @@ from kspark.config import StreamsConfig
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError, SerializationError, StreamsError
 from kspark.processor.api import ProcessorContext
-from kspark.processor.batch import BatchProcessor, StreamTimeFollower
+from kspark.processor.batch import (
+    BatchProcessor,
+    SerializedBatchProcessor,
+    StreamTimeFollower,
+)
 from kspark.processor.punctuation import Cancellable, PunctuationSchedule, PunctuationType
 from kspark.record_columns import RecordColumns
 from kspark.records import Headers, Record, RecordMetadata
 from kspark.runtime.bad_records import skip_or_fail
 from kspark.runtime.batch_view import BatchView, FastPathAborted, separate_branches
 from kspark.runtime.context import RecordContext
-from kspark.runtime.decoding import decode_column
+from kspark.runtime.decoding import decode_batch
 from kspark.runtime.forwarding import Forwarding, SinkChain
 from kspark.runtime.metrics import Metrics
 from kspark.runtime.punctuator import Punctuator
@@ -44,7 +48,7 @@ from kspark.topology.topology import ProcessorNode, SourceNode, SubTopology, Top
 
 __all__ = [
     "BatchView", "Encoded", "FastPathAborted", "Output", "OutputBlock", "OutputRecord",
-    "SourceBatch", "SourceRecord", "Task", "decode_column", "output_columns", "output_count",
+    "SourceBatch", "SourceRecord", "Task", "output_columns", "output_count",
     "output_records",
 ]
 
@@ -270,7 +274,7 @@ class Task:
             return None
         node = self.source_node(batch.topic)
         children = self._children[node.name]
-        fasts = [self.processors.get(c) for c in children]
+        fasts: list[Any] = [self.processors.get(c) for c in children]
         if (
             not children
             or not all(isinstance(f, BatchProcessor) for f in fasts)
@@ -278,26 +282,25 @@ class Task:
             or not separate_branches(self.topology, self._children, children)
         ):
             return None
-        keys = decode_column(batch.keys, node.key_serde or self.config.default_key_serde,
-                             dedupe=True, encoded=batch.encoded_keys)
-        if keys is None:
-            return None
-        values = decode_column(
-            batch.values, node.value_serde or self.config.default_value_serde, dedupe=False,
-            encoded=batch.encoded_values,
-        )
-        if values is None:
-            return None
-        # each branch sees the batch as the record-by-record path shows it to that child; the
-        # branches share no node and no sink topic, so running them one after another keeps
-        # every topic's order
-        views = [BatchView(self, child, batch, keys, values) for child in children]
         initial_stream_time = self.stream_time
-        final_stream_time = int(views[0].stream_times[-1])
         counts: list[int] = []
         try:
+            if len(fasts) == 1 and isinstance(fasts[0], SerializedBatchProcessor):
+                handled = fasts[0].process_serialized(batch)
+                if handled is not None:
+                    counts.append(handled)
+            decoded = None if counts else decode_batch(
+                batch, node.key_serde or self.config.default_key_serde,
+                node.value_serde or self.config.default_value_serde,
+            )
+            # each branch sees the batch as the record-by-record path shows it to that child;
+            # the branches share no node and no sink topic, so running them one after another
+            # keeps every topic's order
+            views = [] if decoded is None else [
+                BatchView(self, child, batch, *decoded) for child in children
+            ]
             for fast, view in zip(fasts, views):
-                handled = fast.process_batch(view)  # type: ignore[union-attr]  # checked above
+                handled = fast.process_batch(view)
                 if handled is None and counts:
                     raise FastPathAborted(
                         f"task {self.task_id}: {view.node} declined the batch after "
@@ -316,7 +319,7 @@ class Task:
             self.stream_time = initial_stream_time
             return None
         handled = min(counts)
-        self.stream_time = final_stream_time
+        self.stream_time = max(initial_stream_time, int(batch.timestamps.max()))
         if self.config.close_on_idle_ms is not None:
             self.last_input_wall_ms = self.wall_clock_ms()
         self.metrics.counters["process-total"] += len(batch)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 from sortedcontainers import SortedDict
 
 from kspark.records import KeyValue
@@ -94,11 +95,15 @@ class InMemorySessionStore(SegmentedStore):
         self.put(windowed, None, timestamp)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
-        self._restore_writes([
-            (windowed.key, windowed.window.end,
-             (windowed.window.end, windowed.window.start), agg, timestamp)
-            for windowed, agg, timestamp in changelog
-        ])
+        entries = list(changelog)
+        ends = [w.window.end for w, _, _ in entries]
+        self._restore_columns(
+            [w.key for w, _, _ in entries],
+            np.array(ends, dtype=np.int64),
+            [(end, w.window.start) for end, (w, _, _) in zip(ends, entries)],
+            [agg for _, agg, _ in entries],
+            [ts for _, _, ts in entries],
+        )
 
     # -- raw access for vectorised batch paths ----------------------------------------------
     def raw_sessions(self, key: Any, bucket: int) -> list[tuple[int, int, Any, int]]:

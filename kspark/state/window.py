@@ -4,8 +4,11 @@ start (docs/semantics.md §6)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
+
+import numpy as np
 
 from kspark.records import KeyValue, ValueAndTimestamp
 from kspark.state.internals.base import DEFAULT_BUCKETS
@@ -140,15 +143,31 @@ class InMemoryWindowStore(SegmentedStore):
         self._changed(self._store_key(key, window_start, seq), old, value, timestamp)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
-        writes = []
+        keys, starts, subs, values, stamps = [], [], [], [], []
         for store_key, value, timestamp in changelog:
             key, start, seq = self._decode(store_key)
             if self.retain_duplicates:
                 self._seqnum = max(self._seqnum, seq)
                 if value is None:
                     continue  # a None put stored nothing (see put)
-            writes.append((key, start, (start, seq), value, timestamp))
-        self._restore_writes(writes)
+            keys.append(key)
+            starts.append(start)
+            subs.append((start, seq))
+            values.append(value)
+            stamps.append(timestamp)
+        self._restore_columns(keys, np.array(starts, dtype=np.int64), subs, values, stamps)
+
+    def restore_columns(
+        self, keys: Sequence[Any], starts: np.ndarray, values: Sequence[Any],
+        timestamps: Sequence[int],
+    ) -> None:
+        """:meth:`restore` of changelog entries given as columns, in bulk: ``keys[i]``'s window
+        starting at ``starts[i]`` holds ``values[i]`` (``None``: removed), written at
+        ``timestamps[i]``. Only for a store without duplicates (every sequence number 0)."""
+        if self.retain_duplicates:
+            raise ValueError(f"store {self.name!r} retains duplicates: restore it with restore()")
+        subs = list(zip(starts.tolist(), repeat(0)))
+        self._restore_columns(keys, starts, subs, values, timestamps)
 
     # -- reads -------------------------------------------------------------------------------
     def _current(self, store_key: Any) -> Any:

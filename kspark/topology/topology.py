@@ -201,7 +201,7 @@ class Topology:
         store_builder.with_logging_disabled().with_caching_disabled()
         codec = ChangelogCodec.for_builder(store_builder)
         self.add_source(source, topic, ChangelogKeySerde(codec), ChangelogValueSerde(codec))
-        self.add_processor(restorer, partial(source_stores.ChangelogRestorer, name), source)
+        self.add_processor(restorer, partial(source_stores.ChangelogRestorer, name, codec), source)
         self.add_state_store(store_builder, restorer, *processor_names)
         self.source_stores[name] = topic
         return self

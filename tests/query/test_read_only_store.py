@@ -254,14 +254,23 @@ _KEY_BYTES = st.one_of(
     _KEY_BYTES,
 ), min_size=1, max_size=12))
 def test_changelog_keys_decode_in_bulk_as_one_by_one(keys):
-    """A restoring task decodes a window store's changelog keys in bulk: the same store keys,
-    or, when some key does not fit the store's layout, the same error naming it."""
-    serde = ChangelogKeySerde(ChangelogCodec("window", String(), None, 60_000))
+    """A restoring task decodes a window store's changelog keys in bulk, as store keys or as
+    columns: the same keys and windows, or, when some key does not fit the store's layout,
+    the same error naming it."""
+    codec = ChangelogCodec("window", String(), None, 60_000)
+    serde = ChangelogKeySerde(codec)
+    columns = codec.decode_window_columns(keys)
     try:
         expected = [serde.deserialize(k) for k in keys]
     except SerializationError as exc:
         with pytest.raises(SerializationError) as caught:
             serde.deserialize_all(keys)
         assert str(caught.value) == str(exc)
+        assert columns is None  # the batch is then decoded the usual way, which names it
     else:
         assert serde.deserialize_all(keys) == expected
+        # as columns (a restoring task's bulk path): each key and window start
+        assert columns is not None
+        assert list(zip(columns[0], columns[1].tolist())) == [
+            (w.key, w.window.start) for w in expected
+        ]

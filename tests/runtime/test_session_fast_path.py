@@ -248,7 +248,7 @@ def test_two_aggregations_take_the_fast_path():
 
 
 def test_decoded_values_are_fresh_objects_per_record():
-    from kspark.runtime.task import decode_column
+    from kspark.runtime.decoding import decode_column
 
     raw = np.array([J.serialize({"page": "/"}), J.serialize({"page": "/"}),
                     J.serialize(["a", 1]), J.serialize({"nested": {"x": 1}}), None], dtype=object)

@@ -106,7 +106,7 @@ def test_packing_gives_a_batch_it_cannot_pack_as_record_rows():
 
 def test_packed_keys_and_values_arrive_as_codes_that_decode_alike(monkeypatch):
     from kspark import serdes
-    from kspark.runtime.task import decode_column
+    from kspark.runtime.decoding import decode_column
 
     monkeypatch.setattr(wire, "PACK_ROWS", 9)
     rng = random.Random(11)

@@ -18,6 +18,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kspark.serdes import Pickle, Serde, as_serde
 from kspark.windows import Window, Windowed
 
@@ -134,6 +136,37 @@ class ChangelogCodec:
             return [self.decode_key(d) for d in data]
         size = self.window_size_ms or 0
         return [Windowed(k, Window(start, start + size)) for k, (start, _) in zip(inner, windows)]
+
+    def decode_window_columns(
+        self, data: Sequence[Any] | np.ndarray
+    ) -> tuple[list[Any], np.ndarray] | None:
+        """The keys and window starts of a window store's changelog keys, in bulk, without a
+        store key object each; ``None`` when that cannot be done (a store with duplicates, a
+        missing key, or any key that :meth:`decode_key` would reject: it names the error)."""
+        if self.kind != "window" or self.retain_duplicates or not len(data):
+            return None
+        if any(d is None for d in data):
+            return None
+        lengths = np.fromiter(map(len, data), np.int64, len(data))
+        if int(lengths.min()) < 12:
+            return None
+        joined = np.frombuffer(b"".join(data), dtype=np.uint8)
+        tails = joined[(np.cumsum(lengths) - 12)[:, None] + np.arange(12)]
+        starts = tails[:, :8].copy().view(">i8").ravel().astype(np.int64)
+        if bool((tails[:, 8:] != 0).any()) or int(starts.min()) < 0:
+            return None
+        try:
+            keys = self.key_serde.deserialize_all([d[:-12] for d in data])
+        except Exception:
+            return None
+        return keys, starts
+
+    def decode_values(self, data: Sequence[Any] | np.ndarray) -> list[Any] | None:
+        """:meth:`decode_value` of each item in bulk; ``None`` if one does not decode."""
+        try:
+            return self.value_serde.deserialize_all(list(data))
+        except Exception:
+            return None
 
     def _check_length(self, data: bytes, least: int, layout: str) -> None:
         if len(data) < least:

@@ -17,9 +17,11 @@ where the sub key orders one key's entries in time (window: ``(start, seqnum)``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
 from sortedcontainers import SortedDict
 
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
@@ -190,52 +192,90 @@ class SegmentedStore(StoreBase):
             return None
         return old[0]
 
-    def _restore_writes(self, writes: list[tuple[Any, int, Any, Any, int]]) -> None:
-        """Apply ``(key, segment_ts, sub, value or None, timestamp)`` writes in order, as
+    def _restore_columns(
+        self,
+        keys: Sequence[Any],
+        segment_ts: np.ndarray,
+        subs: Sequence[Any],
+        values: Sequence[Any],
+        timestamps: Sequence[int],
+    ) -> None:
+        """Apply writes given as columns (write ``i``: ``keys[i]``, ``segment_ts[i]``,
+        ``subs[i]``, ``values[i]`` or ``None`` to delete, ``timestamps[i]``) in order, as
         :meth:`_write` one after another would leave the store, in bulk: stream time is observed
         once (a write that was live when made but expires by the end is swept either way), the
-        writes are grouped per bucket and segment, and each segment takes its new keys at once."""
-        if not writes:
+        writes are sorted by bucket, segment and key (keeping their order within a key), and
+        each segment takes its new keys at once. With limited memory each bucket is loaded once."""
+        stamps = np.asarray(segment_ts, dtype=np.int64)
+        if not len(stamps):
             return
-        self._observe(max(w[1] for w in writes))
-        live = self.min_live_segment()
-        segment_id, bucket_of = self.segment_id, self.bucket_of
-        groups: dict[tuple[int, int], dict[Any, list[tuple[Any, Entry | None]]]] = {}
-        for key, segment_ts, sub, value, timestamp in writes:
-            seg = segment_id(segment_ts)
-            if seg < live:
-                continue
-            changes = groups.setdefault((bucket_of(key), seg), {}).setdefault(key, [])
-            changes.append((sub, None if value is None else (value, timestamp)))
-        # with limited memory, a bucket's groups one after another (each bucket loaded once)
-        ordered = sorted(groups.items()) if self.memory_limited else groups.items()
-        for (bucket, seg), keys in ordered:
-            data = self._bucket(bucket, create=True)
-            segment = data.get(seg)
-            if segment is None:
-                segment = data[seg] = SortedDict()
-            fresh = {}
-            for key, changes in keys.items():
-                subs = segment.get(key)
-                if subs is None:
-                    subs = {}
-                for sub, entry in changes:
-                    if entry is None:
-                        subs.pop(sub, None)
+        index: dict[Any, int] = {}
+        add = index.setdefault
+        codes = np.fromiter((add(k, len(index)) for k in keys), np.int64, len(stamps))
+        distinct = list(index)
+        buckets = np.asarray(self.buckets_of(distinct), dtype=np.int64)[codes]
+        self._observe(int(stamps.max()))
+        segs = stamps // self.segment_interval_ms
+        live = np.flatnonzero(segs >= self.min_live_segment())
+        order = live[np.lexsort((codes[live], segs[live], buckets[live]))]
+        if not len(order):
+            return
+        codes, segs, buckets = codes[order], segs[order], buckets[order]
+        new_group = np.empty(len(order), dtype=bool)
+        new_group[0] = True
+        new_group[1:] = (segs[1:] != segs[:-1]) | (buckets[1:] != buckets[:-1])
+        new_run = new_group.copy()
+        new_run[1:] |= codes[1:] != codes[:-1]
+        runs = np.flatnonzero(new_run)
+        rows = order.tolist()
+        pick = itemgetter(*rows) if len(rows) > 1 else lambda column: (column[rows[0]],)
+        sub_col, value_col = pick(subs), pick(values)
+        entries = list(zip(value_col, pick(timestamps)))
+        deletes = any(v is None for v in value_col)
+        ends = [*runs[1:].tolist(), len(rows)]
+        last_of_group = [b == len(rows) or bool(new_group[b]) for b in ends]
+        data: Any = None
+        segment: Any = None
+        fresh: dict[Any, dict[Any, Entry]] = {}
+        for a, b, code, first, last, bucket, seg in zip(
+            runs.tolist(), ends, codes[runs].tolist(), new_group[runs].tolist(), last_of_group,
+            buckets[runs].tolist(), segs[runs].tolist(),
+        ):
+            if first:
+                data = self._bucket(bucket, create=True)
+                segment = data.get(seg)
+                if segment is None:
+                    segment = data[seg] = SortedDict()
+                self._touch(bucket)
+            key = distinct[code]
+            entry_subs = segment.get(key)
+            known = entry_subs is not None
+            if not known:
+                entry_subs = {}
+            if b - a == 1 and entries[a][0] is not None:
+                entry_subs[sub_col[a]] = entries[a]
+            elif deletes:
+                for sub, entry, value in zip(sub_col[a:b], entries[a:b], value_col[a:b]):
+                    if value is None:
+                        entry_subs.pop(sub, None)
                     else:
-                        subs[sub] = entry
-                if subs:
-                    if key not in segment:
-                        fresh[key] = subs
-                elif key in segment:
-                    del segment[key]
-            try:
-                segment.update(fresh)
-            except TypeError as e:
-                raise order_error(self.name, e) from e
-            if not segment:
-                del data[seg]
-            self._touch(bucket)
+                        entry_subs[sub] = entry
+            else:
+                entry_subs.update(zip(sub_col[a:b], entries[a:b]))
+            if entry_subs:
+                if not known:
+                    fresh[key] = entry_subs
+            elif known:
+                del segment[key]
+            if last:
+                if fresh:
+                    try:
+                        segment.update(fresh)
+                    except TypeError as e:
+                        raise order_error(self.name, e) from e
+                    fresh = {}
+                if not segment:
+                    del data[seg]
 
     def _set_entry(self, bucket: int, key: Any, seg: int, sub: Any, entry: Entry) -> Entry | None:
         data = self._bucket(bucket, create=True)

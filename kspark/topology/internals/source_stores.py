@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.processor.api import Processor, ProcessorContext
-from kspark.processor.batch import BatchProcessor, RecordBatch
+from kspark.processor.batch import RecordBatch, SerializedBatch, SerializedBatchProcessor
 from kspark.records import Record
+from kspark.state.internals.changelog import ChangelogCodec
+from kspark.state.window import InMemoryWindowStore
 
 
 def restorer_name(store: str) -> str:
@@ -27,13 +29,15 @@ def source_name(store: str) -> str:
     return f"{store}-changelog-source"
 
 
-class ChangelogRestorer(Processor, BatchProcessor):
+class ChangelogRestorer(Processor, SerializedBatchProcessor):
     """Applies decoded changelog records ``(store key, value or None)`` to one store: a task's
-    whole batch at once when it can (keys and values decoded once per distinct byte string,
-    one ``store.restore`` call), else record by record."""
+    whole batch at once when it can (a window store's from the changelog bytes as columns;
+    other stores' with keys and values decoded once per distinct byte string, one
+    ``store.restore`` call), else record by record."""
 
-    def __init__(self, store_name: str) -> None:
+    def __init__(self, store_name: str, codec: ChangelogCodec) -> None:
         self.store_name = store_name
+        self.codec = codec
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
@@ -63,4 +67,15 @@ class ChangelogRestorer(Processor, BatchProcessor):
             (uniques[code], value(i), ts)
             for i, (code, ts) in enumerate(zip(keys.codes.tolist(), batch.timestamps.tolist()))
         ])
+        return len(batch)
+
+    def process_serialized(self, batch: SerializedBatch) -> int | None:
+        if not isinstance(self.store, InMemoryWindowStore) or not self.codec.pure:
+            return None
+        columns = self.codec.decode_window_columns(batch.keys)
+        values = None if columns is None else self.codec.decode_values(batch.values)
+        if columns is None or values is None:
+            return None  # decoded the usual way, which names what does not decode
+        keys, starts = columns
+        self.store.restore_columns(keys, starts, values, batch.timestamps.tolist())
         return len(batch)

@@ -1,0 +1,115 @@
+"""A read-only window store restores a task's batch of changelog records in bulk, from the
+changelog bytes as columns (``ChangelogRestorer.process_serialized``): the store ends exactly
+as restoring the records one by one leaves it, and bytes that do not fit the store's layout
+fail the same way, naming the record."""
+
+from __future__ import annotations
+
+import struct
+from itertools import pairwise
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_session_fast_path import examples, state_of
+
+from kspark import Stores, Topology, TopologyTestDriver, serdes
+from kspark.config import StreamsConfig
+from kspark.errors import StreamsError
+from kspark.runtime.batch import DictTaskState, run_task_batch
+from kspark.runtime.task import SourceBatch, SourceRecord
+from kspark.state.internals.changelog import ChangelogCodec
+from kspark.state.internals.segments import default_segment_interval_ms, min_live_segment
+from kspark.windows import Window, Windowed
+
+WINDOW = 30_000
+STEP = WINDOW // 2
+RETENTION = 6 * WINDOW
+TOPIC = "a-counts-changelog"
+CODEC = ChangelogCodec("window", serdes.String(), serdes.Long(), WINDOW)
+
+
+def reader(buckets: int) -> tuple[Topology, StreamsConfig]:
+    topo = Topology()
+    topo.add_read_only_state_store(
+        Stores.window_store("counts", RETENTION, WINDOW, key_serde=serdes.String(),
+                            value_serde=serdes.Long()),
+        TOPIC,
+    )
+    return topo, StreamsConfig.of({"state.buckets": buckets}, application_id="reader")
+
+
+def restore(buckets: int, batches: list[list[SourceRecord]], fast: bool) -> tuple:
+    """Durable state after restoring ``batches`` (without expired segments: a bucket that a
+    batch does not write keeps them until it is next loaded), and how many records took the
+    bulk path."""
+    topo, config = reader(buckets)
+    sub = topo.sub_topologies()[0]
+    state = DictTaskState()
+    bulk = 0
+    for batch in batches:
+        records = SourceBatch.from_records(batch) if fast else batch
+        result = run_task_batch(topo, sub, 0, records, state, config, wall_clock=lambda: 0,
+                                fast_path=fast)
+        bulk += result.fast_records
+    meta, data = state_of(state)
+    live = min_live_segment(meta["stores"]["counts"]["observed_stream_time"], RETENTION,
+                            default_segment_interval_ms(RETENTION))
+    data = {bucket: {seg: keys for seg, keys in segments.items() if seg >= live}
+            for bucket, segments in data.items()}
+    return (meta, {bucket: segments for bucket, segments in data.items() if segments}), bulk
+
+
+def record(offset: int, key: str, start: int, value: int | None, ts: int) -> SourceRecord:
+    data = CODEC.encode_key(Windowed(key, Window(start, start + WINDOW)))
+    return SourceRecord(TOPIC, 0, offset, ts, data,
+                        None if value is None else CODEC.encode_value(value))
+
+
+changelogs = st.lists(
+    st.tuples(st.sampled_from(["a", "ä", ""]), st.integers(0, 20),
+              st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), st.integers(0, 9)),
+    min_size=1, max_size=60,
+)
+
+
+@settings(max_examples=examples(200), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(changelog=changelogs, cuts=st.lists(st.integers(1, 60), max_size=3),
+       buckets=st.sampled_from([1, 3]), tombstones=st.booleans())
+def test_bulk_restore_leaves_the_store_as_one_by_one(changelog, cuts, buckets, tombstones):
+    """Windows written, overwritten and removed (tombstones), in segments (of 3 windows'
+    time) that expire as stream time moves, over several batches: the same durable state
+    either way."""
+    writes = [(key, slot * STEP, value if tombstones or value is not None else i,
+               slot * STEP + lag) for i, (key, slot, value, lag) in enumerate(changelog)]
+    recs = [record(i, *write) for i, write in enumerate(writes)]
+    bounds = sorted({0, len(recs), *(c for c in cuts if c < len(recs))})
+    batches = [recs[a:b] for a, b in pairwise(bounds)]
+    expected, _ = restore(buckets, batches, fast=False)
+    actual, bulk = restore(buckets, batches, fast=True)
+    assert bulk == len(recs)
+    assert actual == expected
+    # and what the store then shows is the changelog's meaning: each window's last write,
+    # unless a tombstone or older than the newest window start by the retention or more
+    last = {(key, start): (value, ts) for key, start, value, ts in writes}
+    newest = max(start for _, start, _, _ in writes)
+    with TopologyTestDriver(reader(buckets)[0]) as driver:
+        for rec in recs:
+            driver.pipe_raw(TOPIC, rec.key, rec.value, rec.timestamp)
+        shown = driver.get_window_store("counts").fetch_all_with_timestamps(None, None)
+    assert sorted((kv.key.key, kv.key.window.start, kv.value.value, kv.value.timestamp)
+                  for kv in shown) == sorted(
+        (key, start, value, ts) for (key, start), (value, ts) in last.items()
+        if value is not None and start > newest - RETENTION
+    )
+
+
+def test_bytes_that_do_not_fit_fail_naming_the_record():
+    good = [record(i, f"user-{i}", 0, i, i) for i in range(5)]
+    short = SourceRecord(TOPIC, 0, 7, 7, b"abc", struct.pack(">q", 1))
+    with pytest.raises(StreamsError, match=r"offset 7.*shorter than the layout"):
+        restore(1, [[*good, short]], fast=True)
+    bad_value = SourceRecord(TOPIC, 0, 9, 9, good[0].key, b"\x00")
+    with pytest.raises(StreamsError, match=r"offset 9.*Long"):
+        restore(1, [[*good, bad_value]], fast=True)
