@@ -19,6 +19,9 @@ import tempfile
 import time
 from typing import Any
 
+from machine import Steal, load_text
+from spark_stages import UI_CONF, print_stage_summary
+
 DAY = 86_400_000
 
 
@@ -94,6 +97,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--max-files-per-trigger", type=int, default=0,
                         help="0: restore in one micro-batch")
+    parser.add_argument("--stages", action="store_true",
+                        help="print where the Spark job's time goes, stage by stage")
     parser.add_argument("--in-process", action="store_true",
                         help="also time the task code alone, without Spark")
     args = parser.parse_args()
@@ -111,7 +116,7 @@ def main() -> None:
         t0 = time.time()
         write_changelog(path, args.records, args.files, args.partitions, seed=1)
         print(f"wrote {args.records:,} changelog records in {time.time() - t0:.1f} s")
-        spark = local_spark("local[2]")
+        spark = local_spark("local[2]", UI_CONF if args.stages else None)
 
         topology = Topology()
         topology.add_read_only_state_store(
@@ -125,6 +130,7 @@ def main() -> None:
             spark=spark,
             checkpoint_dir=os.path.join(root, "b"),
         )
+        steal = Steal()
         t0 = time.time()
         app.start()
         app.process_all_available()
@@ -138,12 +144,16 @@ def main() -> None:
         query_s = time.time() - t0
         print(f"restored {args.records:,} changelog records in {restore_s:.1f} s "
               f"({args.records / restore_s:,.0f} records/s), {args.partitions} partitions, "
-              f"{app.metrics()['batches']} micro-batches")
+              f"{app.metrics()['batches']} micro-batches; {Steal.text(steal.fraction())}, "
+              f"{load_text()}")
         print(f"view: {windows:,} live windows; reading the whole view took {query_s:.1f} s")
+        if args.stages:
+            print_stage_summary(spark)
         if args.in_process:
+            steal = Steal()
             seconds = restore_in_process(topology, path, topic, args.partitions)
             print(f"the same restore in-process without Spark (task code only): {seconds:.1f} s "
-                  f"({args.records / seconds:,.0f} records/s)")
+                  f"({args.records / seconds:,.0f} records/s); {Steal.text(steal.fraction())}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
