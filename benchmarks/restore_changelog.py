@@ -97,6 +97,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--max-files-per-trigger", type=int, default=0,
                         help="0: restore in one micro-batch")
+    parser.add_argument("--conf", action="append", default=[], help="kspark config k=v")
     parser.add_argument("--stages", action="store_true",
                         help="print where the Spark job's time goes, stage by stage")
     parser.add_argument("--in-process", action="store_true",
@@ -128,6 +129,7 @@ def main() -> None:
             {topic: io.files(path, format="kspark", partitions=args.partitions,
                              max_files_per_trigger=args.max_files_per_trigger or None)},
             spark=spark,
+            config=dict(item.split("=", 1) for item in args.conf),
             checkpoint_dir=os.path.join(root, "b"),
         )
         steal = Steal()

@@ -23,6 +23,17 @@ Columns = tuple[list[bytes | None], list[bytes | None], list[int], list[int]]
 def read_record_file(path: str, partitions: int) -> Columns | None:
     """The key bytes, value bytes, timestamps and partitions of the records of ``path`` (a
     topic of ``partitions`` partitions), or ``None`` when Arrow cannot read them as such."""
+    table = read_record_table(path, partitions)
+    if table is None:
+        return None
+    return tuple(table.column(name).to_pylist()
+                 for name in ("key", "value", "timestamp", "partition"))
+
+
+def read_record_table(path: str, partitions: int) -> Any | None:
+    """:func:`read_record_file` as an Arrow table (columns ``key`` and ``value`` binary,
+    ``timestamp`` and ``partition`` int64), without a Python object per record where no
+    bytes come in Base64."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -44,17 +55,19 @@ def read_record_file(path: str, partitions: int) -> Columns | None:
         keys, values = _bytes(table, "key"), _bytes(table, "value")
     except binascii.Error:
         return None
-    return keys, values, stamps.to_pylist(), parts.to_pylist()
+    return pa.table({"key": keys, "value": values, "timestamp": stamps, "partition": parts})
 
 
-def _bytes(table: Any, name: str) -> list[bytes | None]:
+def _bytes(table: Any, name: str) -> Any:
     """Column ``name`` as bytes: its UTF-8 text, or the decoded ``<name>_b64`` where given."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    out: list[bytes | None] = table.column(name).cast(pa.binary()).to_pylist()
-    encoded = table.column(f"{name}_b64")
-    if encoded.null_count < len(encoded):
-        for i, text in enumerate(encoded.to_pylist()):
-            if text is not None:
-                out[i] = binascii.a2b_base64(text)
-    return out
+    text = table.column(name).cast(pa.binary()).combine_chunks()
+    encoded = table.column(f"{name}_b64").combine_chunks()
+    if encoded.null_count == len(encoded):
+        return text
+    decoded = pa.array(
+        [None if t is None else binascii.a2b_base64(t) for t in encoded.to_pylist()], pa.binary()
+    )
+    return pc.if_else(encoded.is_valid(), decoded, text)

@@ -395,20 +395,20 @@ def _kspark_batch(path: str, lo: int, hi: int | None, partitions: int, topic: st
     import numpy as np
     import pyarrow as pa
 
-    from kspark.io.record_files import read_record_file
+    from kspark.io.record_files import read_record_table
 
-    columns = read_record_file(path, partitions)
-    if columns is None:
+    table = read_record_table(path, partitions)
+    if table is None:
         return None
-    keys, values, stamps, parts = (column[lo:hi] for column in columns)
-    n = len(keys)
+    table = table.slice(lo, None if hi is None else hi - lo)
+    n = table.num_rows
     return pa.RecordBatch.from_arrays([
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
+        table.column("key").combine_chunks(),
+        table.column("value").combine_chunks(),
         pa.array([topic] * n, pa.string()),
-        pa.array(parts, pa.int32()),
+        table.column("partition").combine_chunks().cast(pa.int32()),
         pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
-        pa.array(stamps, pa.int64()),
+        table.column("timestamp").combine_chunks(),
     ], schema=INPUT_ARROW)
 
 
