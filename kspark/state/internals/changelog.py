@@ -123,19 +123,12 @@ class ChangelogCodec:
     def decode_keys(self, data: list[bytes]) -> list[Any]:
         """:meth:`decode_key` of each item, a window store's in bulk: the same store keys, and
         for bytes that do not fit, the same error."""
-        if self.kind != "window" or self.retain_duplicates or not data:
-            return [self.decode_key(d) for d in data]
-        if min(map(len, data)) < 12:
-            return [self.decode_key(d) for d in data]
-        windows = list(struct.iter_unpack(">qi", b"".join([d[-12:] for d in data])))
-        if any(seq != 0 or start < 0 for start, seq in windows):
-            return [self.decode_key(d) for d in data]
-        try:
-            inner = self.key_serde.deserialize_all([d[:-12] for d in data])
-        except Exception:
+        columns = self.decode_window_columns(data)
+        if columns is None:
             return [self.decode_key(d) for d in data]
         size = self.window_size_ms or 0
-        return [Windowed(k, Window(start, start + size)) for k, (start, _) in zip(inner, windows)]
+        return [Windowed(k, Window(start, start + size))
+                for k, start in zip(columns[0], columns[1].tolist())]
 
     def decode_window_columns(
         self, data: Sequence[Any] | np.ndarray
