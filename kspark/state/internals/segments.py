@@ -206,6 +206,9 @@ class SegmentedStore(StoreBase):
         once (a write that was live when made but expires by the end is swept either way), the
         writes are sorted by bucket, segment and key (keeping their order within a key), and
         each segment takes its new keys at once. With limited memory each bucket is loaded once."""
+        if len(keys) == 1:  # a record-by-record restore: nothing to sort or group
+            self._write(keys[0], int(segment_ts[0]), subs[0], values[0], timestamps[0])
+            return
         stamps = np.asarray(segment_ts, dtype=np.int64)
         if not len(stamps):
             return
