@@ -23,6 +23,7 @@ from kspark.serdes import Serde, as_serde, serializer_of
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.topology.topology import Topology
+from kspark.windows import Window, Windowed
 
 #: an unread record of an output topic: key, value, timestamp and headers. A plain tuple: the
 #: garbage collector stops tracking it, so many unread records cause no full collections
@@ -60,6 +61,8 @@ class TopologyTestDriver:
         self._offsets: dict[str, int] = {}
         self._outputs: dict[str, deque[_Unread]] = {}
         self._changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
+        #: changelog entries taken from the tasks but not yet read, flat (see _keep_changelogs)
+        self._flat_changelogs: dict[str, list[tuple[Any, ...]]] = {}
         self._changelog_read: dict[str, int] = {}  # store -> entries already on its topic
         self.tasks: list[Task] = []
         self._readers: dict[str, Task | None] = {}
@@ -124,11 +127,26 @@ class TopologyTestDriver:
     @property
     def changelogs(self) -> dict[str, list[tuple[Any, Any, int]]]:
         """Each logged store's changelog entries so far: store -> [(key, value, timestamp)]."""
+        self._keep_changelogs()
+        for store, flat in self._flat_changelogs.items():
+            self._changelogs.setdefault(store, []).extend(
+                [(Windowed(e[0], Window(e[1], e[2])), e[3], e[4]) if len(e) == 5 else e
+                 for e in flat])
+        self._flat_changelogs = {}
+        return self._changelogs
+
+    def _keep_changelogs(self) -> None:
+        """Take the tasks' changelog entries, a windowed key's fields inlined: a tuple of
+        plain values, the garbage collector stops tracking it, so a long run's changelog sets
+        off no full collections (a ``Windowed`` key is two tracked objects per entry)."""
         for task in self.tasks:
             if task.changelog:
                 for store, entries in task.drain_changelog().items():
-                    self._changelogs.setdefault(store, []).extend(entries)
-        return self._changelogs
+                    kept = self._flat_changelogs.get(store)
+                    if kept is None:
+                        kept = self._flat_changelogs[store] = []
+                    kept += [(k.key, k.window.start, k.window.end, v, t)
+                             if type(k) is Windowed else (k, v, t) for k, v, t in entries]
 
     def _output_queue(self, topic: str) -> deque[_Unread]:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
@@ -173,6 +191,8 @@ class TopologyTestDriver:
         task = self._readers.get(topic) or self._task_for(topic)
         task.process_one(topic, 0, offset, timestamp, key, value, headers)
         task.punctuate_and_commit()
+        if task.changelog:
+            self._keep_changelogs()
         for task in self.tasks:
             if task.forwarding.output:
                 break
@@ -192,6 +212,8 @@ class TopologyTestDriver:
         task = self._readers.get(topic) or self._task_for(topic)
         task.process_one(topic, 0, offset, timestamp, key, value, headers)
         task.punctuate_and_commit()
+        if task.changelog:
+            self._keep_changelogs()
 
     def advance_wall_clock_time(self, advance: Duration) -> None:
         """Move the mocked wall clock forward and fire due wall-clock punctuations."""
@@ -216,8 +238,8 @@ class TopologyTestDriver:
         return route
 
     def _collect(self) -> list[OutputRecord]:
-        """Move task outputs to output topics; return those the topology reads itself. (The
-        changelog entries stay with the tasks until :attr:`changelogs` is read.)"""
+        """Move task outputs to output topics; return those the topology reads itself.
+        (Changelog entries are taken by :meth:`_keep_changelogs`.)"""
         internal = []
         routes = self._routes
         for task in self.tasks:

@@ -9,12 +9,15 @@ import pytest
 
 from kspark import (
     Materialized,
+    SessionWindows,
     Stores,
     StreamsBuilder,
     StreamsError,
     TimeWindows,
     Topology,
     TopologyTestDriver,
+    Window,
+    Windowed,
     serdes,
 )
 
@@ -42,6 +45,35 @@ def test_the_driver_writes_changelog_topics_in_kafka_streams_layout() -> None:
         (record,) = log.read_records_to_list()
     assert (record.key, record.value, record.timestamp) == (b"k" + _long(10) + _int(0),
                                                             _long(1), 13)
+
+
+def test_the_driver_keeps_windowed_changelog_entries_across_reads() -> None:
+    """The driver keeps changelog entries flat between reads; each read gives every entry so
+    far, with its ``Windowed`` key, in order, and the topic gives each entry once."""
+    b = StreamsBuilder()
+    b.stream("in", serdes.String(), serdes.Long()).group_by_key().windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(10)).count(
+        Materialized("counts", caching=False, key_serde=serdes.String(),
+                     value_serde=serdes.Long()))
+    with TopologyTestDriver(b.build(), config={"application.id": "a"}) as driver:
+        pipe = driver.create_input_topic("in", serdes.String(), serdes.Long())
+        log = driver.create_output_topic(TOPIC, serdes.Bytes(), serdes.Bytes())
+        pipe.pipe_input("k", 1, 0)
+        first = list(driver.changelogs["counts"])
+        assert len(log.read_records_to_list()) == 1
+        pipe.pipe_input("k", 1, 5)
+        pipe.pipe_input("j", 1, 7)
+        entries = driver.changelogs["counts"]
+        topic = log.read_records_to_list()
+    assert first == [(Windowed("k", Window(0, 0)), 1, 0)]
+    assert entries == [
+        (Windowed("k", Window(0, 0)), 1, 0),
+        (Windowed("k", Window(0, 0)), None, 5),
+        (Windowed("k", Window(0, 5)), 2, 5),
+        (Windowed("j", Window(7, 7)), 1, 7),
+    ]
+    assert [(r.key[:1], r.value, r.timestamp) for r in topic] == [
+        (b"k", None, 5), (b"k", _long(2), 5), (b"j", _long(1), 7)]
 
 
 def _attach(store_builder, records, config=None) -> TopologyTestDriver:
