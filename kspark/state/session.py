@@ -3,7 +3,7 @@ by session end (docs/semantics.md §6)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,76 @@ class InMemorySessionStore(SegmentedStore):
     def remove(self, windowed: Windowed, timestamp: int | None = None) -> None:
         """Remove the session ``windowed``."""
         self.put(windowed, None, timestamp)
+
+    def replace_sessions(
+        self,
+        key: Any,
+        removed: Sequence[tuple[int, int]],
+        start: int,
+        end: int,
+        agg: Any,
+        timestamp: int,
+    ) -> None:
+        """Remove ``key``'s sessions ``(end, start)`` of ``removed``, then store ``agg`` for
+        ``[start, end]``, all at ``timestamp``: what :meth:`remove` of each and :meth:`put`
+        leave, log and cache, in one pass (a session aggregation's write for one record). A
+        key whose last entry in a segment is removed stays in the segment's sorted keys when
+        the new session goes to the same segment."""
+        if self.read_only or key is None or agg is None:
+            for e, s in removed:
+                self.remove(Windowed(key, Window(s, e)), timestamp)
+            self.put(Windowed(key, Window(start, end)), agg, timestamp)
+            return
+        interval = self.segment_interval_ms
+        bucket = self.bucket_of(key)
+        emptied = []
+        for e, s in removed:
+            windowed = Windowed(key, Window(s, e))
+            self._observe(e)
+            seg = e // interval
+            if seg < self.min_live_segment():
+                self._log_expired(windowed, None, timestamp)
+                continue
+            data = self._bucket(bucket, create=False)
+            segment = data.get(seg) if data else None
+            subs = None if segment is None else segment.get(key)
+            old = None if subs is None else subs.pop((e, s), None)
+            if old is not None:
+                self._touch(bucket)
+                if not subs:
+                    emptied.append(seg)
+                if e <= self.expiry_bound:
+                    old = None
+            self._changed(windowed, None if old is None else old[0], None, timestamp)
+        windowed = Windowed(key, Window(start, end))
+        self._observe(end)
+        seg = end // interval
+        if seg < self.min_live_segment():
+            self.context.record_dropped("expired-segment", self._drop_detail(windowed, end))
+            self._log_expired(windowed, agg, timestamp)
+        else:
+            data = self._bucket(bucket, create=True)
+            segment = data.get(seg)
+            subs = None if segment is None else segment.get(key)
+            if subs is None:
+                old = self._set_entry(bucket, key, seg, (end, start), (agg, timestamp))
+            else:
+                old = subs.get((end, start))
+                subs[(end, start)] = (agg, timestamp)
+                self._touch(bucket)
+            if not self._live(end):
+                self._log_expired(windowed, agg, timestamp)
+            else:
+                self._changed(windowed, None if old is None or end <= self.expiry_bound
+                              else old[0], agg, timestamp)
+        if emptied:
+            data = self._bucket(bucket, create=False)
+            for seg in emptied:
+                segment = data.get(seg) if data else None
+                if segment is not None and not segment.get(key, True):
+                    del segment[key]
+                    if not segment:
+                        del data[seg]
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
         entries = list(changelog)
@@ -207,16 +277,34 @@ class InMemorySessionStore(SegmentedStore):
         self._check_key(key)
         return self._current(Windowed(key, Window(start, end)))
 
-    def _find(self, key: Any, earliest_end: int | None, latest_start: int | None) -> list[KeyValue]:
-        self._check_key(key)
+    def sessions_reaching(
+        self, key: Any, earliest_end: int | None, latest_start: int | None
+    ) -> list[tuple[int, int, Any]]:
+        """``(end, start, agg)`` of ``key``'s live sessions with ``end >= earliest_end`` and
+        ``start <= latest_start`` (``None``: unbounded), ascending by (end, start): what
+        :meth:`find_sessions` finds, without a ``KeyValue`` per session."""
+        if key is None:
+            self._check_key(key)
+        data = self._bucket_for(key, create=False)
+        if not data:
+            return []
         bound = self.expiry_bound
-        seg_lo = None if earliest_end is None else self.segment_id(earliest_end)
-        lo = None if earliest_end is None else (earliest_end,)
+        lowest = bound + 1 if earliest_end is None or earliest_end <= bound else earliest_end
+        seg_lo = lowest // self.segment_interval_ms
         out = []
-        for (end, start), entry in self._key_entries(key, seg_lo, None, lo, None):
-            if end > bound and (latest_start is None or start <= latest_start):
-                out.append(KeyValue(Windowed(key, Window(start, end)), entry[0]))
+        for seg, segment in data.items():
+            if seg >= seg_lo:
+                subs = segment.get(key)
+                if subs:
+                    out += [(end, start, entry[0]) for (end, start), entry in subs.items()
+                            if end >= lowest and (latest_start is None or start <= latest_start)]
+        if len(out) > 1:
+            out.sort(key=_end_start)
         return out
+
+    def _find(self, key: Any, earliest_end: int | None, latest_start: int | None) -> list[KeyValue]:
+        return [KeyValue(Windowed(key, Window(start, end)), agg)
+                for end, start, agg in self.sessions_reaching(key, earliest_end, latest_start)]
 
     def find_sessions(
         self, key: Any, earliest_session_end: int | None, latest_session_start: int | None

@@ -228,6 +228,33 @@ def test_three_sessions_bridged_and_merger_order() -> None:
         assert [w for w, _ in sessions(driver, "K")] == [W("K", 4, 10), W("K", 14, 14)]
 
 
+@pytest.mark.parametrize("caching,emit", [(False, None), (True, None),
+                                           (False, EmitStrategy.on_window_close())])
+def test_an_aggregator_that_fails_leaves_the_merged_sessions_removed(caching, emit) -> None:
+    """As in Kafka Streams, a record's merged sessions are removed before its aggregator runs:
+    the aggregator failing leaves them removed, whichever way the processor writes."""
+
+    def failing(key: Any, value: Any, agg: list) -> list:
+        if value == "boom":
+            raise RuntimeError("aggregator failed")
+        return [*agg, value]
+
+    windows = SessionWindows.of_inactivity_gap_and_grace(5, 50)
+    topo = Topology()
+    topo.add_source("src", "in", serdes.String(), serdes.Json())
+    topo.add_processor("agg", lambda: SessionWindowAggregateProcessor(
+        "sessions", windows, Aggregate(list, failing, merge), emit), "src")
+    topo.add_state_store(session_store_builder("sessions", windows, Mat(caching=caching)), "agg")
+    with TopologyTestDriver(topo) as driver:
+        inp = driver.create_input_topic("in", serdes.String(), serdes.Json())
+        inp.pipe_input("A", "a0", 0)
+        inp.pipe_input("A", "a8", 8)
+        inp.pipe_input("A", "a20", 20)
+        with pytest.raises(Exception, match="aggregator failed"):
+            inp.pipe_input("A", "boom", 4)  # bridges [0, 0] and [8, 8]
+        assert sessions(driver, "A") == [(W("A", 20, 20), ["a20"])]
+
+
 def test_a_null_key_is_skipped_and_counted_and_a_null_value_aggregated() -> None:
     out: Out = []
     windows = SessionWindows.of_inactivity_gap_with_no_grace(5)

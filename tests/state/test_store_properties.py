@@ -293,6 +293,65 @@ def test_session_store_matches_model(
     assert store.backward_all() == model.all()[::-1]
 
 
+REPLACE_OPS = st.lists(
+    st.tuples(KEYS, TIMING, st.lists(st.tuples(st.integers(0, 9), st.booleans()), max_size=3),
+              st.sampled_from(["replace", "replace", "flush"])),
+    max_size=50,
+)
+
+
+@PROPS
+@given(ops=REPLACE_OPS, config=SESSION_CONFIG, caching=st.booleans())
+def test_replace_sessions_is_removes_then_put(
+    ops: list[tuple[str, tuple[int, int, int, int], list[tuple[int, bool]], str]],
+    config: tuple[int, int | None, int],
+    caching: bool,
+) -> None:
+    """``replace_sessions`` (a session aggregation's write) leaves, logs, caches, forwards and
+    drops exactly what a ``remove`` of each removed session and a ``put`` do."""
+    retention, interval, buckets = config
+    stores, contexts, listeners = [], [], []
+    for _ in range(2):
+        store = InMemorySessionStore("ss", retention, segment_interval_ms=interval,
+                                     num_buckets=buckets, caching=caching)
+        ctx, listener = NullContext(), Recorder()
+        store.init(ctx)
+        store.set_flush_listener(listener)
+        stores.append(store)
+        contexts.append(ctx)
+        listeners.append(listener)
+    one_by_one, bulk = stores
+    clock = 0
+    for k, (advance, back, p, q), picks, op in ops:
+        clock += advance
+        end = max(0, clock - back) // (3 if q % 2 else 1) * (3 if q % 2 else 1)
+        start = max(0, end - p // 2 * 3)
+        if op == "flush":
+            for store in stores:
+                store.flush()
+            continue
+        # stored sessions, expired ones included
+        held = [(e, s_) for e, s_, _, _ in one_by_one.raw_sessions(k, one_by_one.bucket_of(k))]
+        removed = []
+        for i, existing in picks:  # stored sessions of the key, or absent ones
+            if existing and held:
+                removed.append(held[i % len(held)])
+            else:
+                e = max(0, end - i * 3)
+                removed.append((e, max(0, e - i)))
+        for e, s_ in removed:
+            one_by_one.remove(Windowed(k, Window(s_, e)), clock)
+        one_by_one.put(Windowed(k, Window(start, end)), q, clock)
+        bulk.replace_sessions(k, removed, start, end, q, clock)
+        assert bulk._buckets == one_by_one._buckets
+        assert bulk._dirty_buckets == one_by_one._dirty_buckets
+        assert list(bulk._dirty.items()) == list(one_by_one._dirty.items())
+        assert contexts[1].changelog == contexts[0].changelog
+        assert contexts[1].dropped == contexts[0].dropped
+        assert listeners[1].events == listeners[0].events
+        assert bulk.observed_stream_time == one_by_one.observed_stream_time
+
+
 # -- changelog rebuild -----------------------------------------------------------------------
 REBUILD_OPS = st.lists(
     st.tuples(st.sampled_from(["put", "put", "put", "delete", "flush"]), KEYS, TIMING),

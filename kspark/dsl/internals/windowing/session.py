@@ -16,6 +16,7 @@ session already forwarded as final is then followed by the merged one.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sortedcontainers import SortedSet
@@ -99,46 +100,51 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
         #: set while :meth:`process_batch` runs single records: emission is computed there
         self.in_batch = False
 
-    def _forward_update(self, windowed: Windowed, new: Any, old: Any) -> None:
-        if not self.emit_final and not self.caching:
-            self.context.forward(Record(windowed, Change(new, old), windowed.window.end))
-
     def process(self, record: Record) -> None:
-        if drop_null(self.context, record, values=False):
+        key = record.key
+        if key is None and drop_null(self.context, record, values=False):
             return
-        key, ts = record.key, event_time(record)
+        ts = event_time(record)
         gap = self.windows.inactivity_gap_ms
         observed = observe(self.state, ts)
         close = observed - self.windows.grace_ms - gap
         closed = self._closed_sessions(close) if self.emit_final and not self.in_batch else None
 
-        found = self.store.find_sessions(key, ts - gap, ts + gap)
-        start, end, agg = merged_session(
-            key, ts, [(kv.key.window.start, kv.key.window.end, kv.value) for kv in found],
-            self.initializer, self.merger,
-        )
-        merged = Window(start, end)
-        removed: set[Windowed] = set()
+        store = self.store
+        found = store.sessions_reaching(key, ts - gap, ts + gap)
+        start, end, agg = merged_session(key, ts, found, self.initializer, self.merger)
+        removed: Sequence[tuple[int, int]] = ()
         if end < close:
-            drop_expired(self.context, record, merged, close, observed)
+            drop_expired(self.context, record, Window(start, end), close, observed)
         else:
             if start != ts or end != ts:
-                for kv in found:  # logged, as Kafka Streams, at the record's timestamp
-                    self.store.remove(kv.key, ts)
-                    removed.add(kv.key)
-                    self._forward_update(kv.key, None, kv.value)
-            agg = self.aggregator(key, record.value, agg)
-            windowed = Windowed(key, merged)
-            self.store.put(windowed, agg, ts)
-            self._forward_update(windowed, agg, None)
-            if self.pending_closes is not None:
-                for w in removed:
-                    self.pending_closes.discard((w.window.end, w.window.start, key))
-                self.pending_closes.add((end, start, key))
+                removed = [(e, s) for e, s, _ in found]
+            if self.emit_final or self.caching:
+                try:
+                    agg = self.aggregator(key, record.value, agg)
+                except Exception:
+                    for e, s in removed:  # removed before the aggregator runs, as it would be
+                        store.remove(Windowed(key, Window(s, e)), ts)
+                    raise
+                store.replace_sessions(key, removed, start, end, agg, ts)
+            else:  # each change forwarded as it is made
+                for e, s, old in found if removed else ():
+                    windowed = Windowed(key, Window(s, e))
+                    store.remove(windowed, ts)  # logged, as Kafka Streams, at the record's time
+                    self.context.forward(Record(windowed, Change(None, old), e))
+                agg = self.aggregator(key, record.value, agg)
+                windowed = Windowed(key, Window(start, end))
+                store.put(windowed, agg, ts)
+                self.context.forward(Record(windowed, Change(agg, None), end))
+            pending = self.pending_closes
+            if pending is not None:
+                for e, s in removed:
+                    pending.discard((e, s, key))
+                pending.add((end, start, key))
 
         if closed is not None:
             for windowed, final in closed:
-                if windowed not in removed:
+                if not removed or (windowed.window.end, windowed.window.start) not in removed:
                     self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
             self.state[LAST_EMIT] = close
 

@@ -243,7 +243,7 @@ class SessionBatch(SessionEmission):
             found = sorted(w for w in sessions if w[0] >= lowest_end and w[1] <= highest_start)
             value = value_of(p)
             start, end, agg = merged_session(
-                key, ts, [(w[1], w[0], sessions[w][0]) for w in found], init, merger
+                key, ts, [(w[0], w[1], sessions[w][0]) for w in found], init, merger
             )
             if end < closes:
                 self._drop_late(p, key, value, ts, Window(start, end))

@@ -15,11 +15,11 @@ def merged_session(
     merger: Callable[[Any, Any, Any], Any],
 ) -> tuple[int, int, Any]:
     """The session a record of ``key`` at ``ts`` joins, from the sessions it reaches
-    (``(start, end, aggregate)`` in the store's order: by end, then start): its start, its end
+    (``(end, start, aggregate)`` in the store's order: by end, then start): its start, its end
     and the merged aggregate before the record is added."""
     agg = initializer()
     start = end = ts
-    for s, e, stored in found:
+    for e, s, stored in found:
         agg = merger(key, agg, stored)
         if s < start:
             start = s
