@@ -16,7 +16,7 @@ from kspark.state.internals.segments import EXPIRED, SegmentedStore
 from kspark.windows import Window, Windowed
 
 
-def _end_start(item: tuple[int, int, Any, int]) -> tuple[int, int]:
+def _end_start(item: tuple[Any, ...]) -> tuple[int, int]:
     return (item[0], item[1])
 
 
@@ -155,10 +155,10 @@ class InMemorySessionStore(SegmentedStore):
             else:
                 self._changed(windowed, None if old is None or end <= self.expiry_bound
                               else old[0], agg, timestamp)
-        if emptied:
-            data = self._bucket(bucket, create=False)
+        data = self._bucket(bucket, create=False) if emptied else None
+        if data:
             for seg in emptied:
-                segment = data.get(seg) if data else None
+                segment = data.get(seg)
                 if segment is not None and not segment.get(key, True):
                     del segment[key]
                     if not segment:
