@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sortedcontainers import SortedSet
-
 from kspark.dsl.internals.aggregations import Aggregation
 from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
@@ -33,6 +31,7 @@ from kspark.dsl.internals.windowing.common import (
     open_window_store,
     resolve_retention,
 )
+from kspark.dsl.internals.windowing.pending_closes import PendingCloses
 from kspark.dsl.internals.windowing.session_batch import SessionBatch
 from kspark.dsl.internals.windowing.session_merge import merged_session
 from kspark.processor.api import Processor, ProcessorContext
@@ -96,7 +95,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             context, self.store_name, self.emit_final, at_window_end=True)
         #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
         #: from the store on first use (so also after a restart)
-        self.pending_closes: SortedSet | None = None
+        self.pending_closes: PendingCloses | None = None
         #: set while :meth:`process_batch` runs single records: emission is computed there
         self.in_batch = False
 
@@ -169,14 +168,13 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
         pending = self.pending_closes
         if pending is None:
             floor = -1 if last is None else last
-            pending = self.pending_closes = SortedSet(
+            pending = self.pending_closes = PendingCloses(
                 (kv.key.window.end, kv.key.window.start, kv.key.key)
                 for kv in self.store.all()
                 if kv.key.window.end >= floor
             )
         out = []
-        while pending and pending[0][0] < close:
-            end, start, key = pending.pop(0)
+        for end, start, key in pending.take_ending_before(close):
             agg = self.store.fetch_session(key, start, end)
             if agg is not None:
                 out.append((Windowed(key, Window(start, end)), agg))

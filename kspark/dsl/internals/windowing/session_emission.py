@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
-from sortedcontainers import SortedSet
 
 from kspark.dsl.internals.aggregations import Aggregation
+from kspark.dsl.internals.windowing.pending_closes import PendingCloses
 from kspark.processor.api import ProcessorContext
 from kspark.processor.batch import RecordBatch
 from kspark.record_columns import NewValues, RecordColumns, WindowedKeys
@@ -37,7 +37,7 @@ class SessionOperator(Protocol):
     #: set while the batch path runs single records through :meth:`process`
     in_batch: bool
     #: the sessions awaiting emission on window close (loaded on first use)
-    pending_closes: SortedSet | None
+    pending_closes: PendingCloses | None
 
     def process(self, record: Record) -> None: ...
 
