@@ -113,14 +113,18 @@ class InMemorySessionStore(SegmentedStore):
                 self.remove(Windowed(key, Window(s, e)), timestamp)
             self.put(Windowed(key, Window(start, end)), agg, timestamp)
             return
-        interval = self.segment_interval_ms
+        interval, retention = self.segment_interval_ms, self.retention_ms
         bucket = self.bucket_of(key)
+        touched = self._dirty_buckets
+        changed = self._changed
         emptied = []
         for e, s in removed:
             windowed = Windowed(key, Window(s, e))
-            self._observe(e)
+            if e > self.observed_stream_time:
+                self._observe(e)
+            bound = self.observed_stream_time - retention
             seg = e // interval
-            if seg < self.min_live_segment():
+            if seg < bound // interval:  # the segment has expired
                 self._log_expired(windowed, None, timestamp)
                 continue
             data = self._bucket(bucket, create=False)
@@ -128,16 +132,18 @@ class InMemorySessionStore(SegmentedStore):
             subs = None if segment is None else segment.get(key)
             old = None if subs is None else subs.pop((e, s), None)
             if old is not None:
-                self._touch(bucket)
+                touched.add(bucket)
                 if not subs:
                     emptied.append(seg)
-                if e <= self.expiry_bound:
+                if e <= bound:
                     old = None
-            self._changed(windowed, None if old is None else old[0], None, timestamp)
+            changed(windowed, None if old is None else old[0], None, timestamp)
         windowed = Windowed(key, Window(start, end))
-        self._observe(end)
+        if end > self.observed_stream_time:
+            self._observe(end)
+        bound = self.observed_stream_time - retention
         seg = end // interval
-        if seg < self.min_live_segment():
+        if seg < bound // interval:
             self.context.record_dropped("expired-segment", self._drop_detail(windowed, end))
             self._log_expired(windowed, agg, timestamp)
         else:
@@ -149,12 +155,11 @@ class InMemorySessionStore(SegmentedStore):
             else:
                 old = subs.get((end, start))
                 subs[(end, start)] = (agg, timestamp)
-                self._touch(bucket)
-            if not self._live(end):
+                touched.add(bucket)
+            if end <= bound:  # stored in a live segment, but expired
                 self._log_expired(windowed, agg, timestamp)
             else:
-                self._changed(windowed, None if old is None or end <= self.expiry_bound
-                              else old[0], agg, timestamp)
+                changed(windowed, None if old is None else old[0], agg, timestamp)
         data = self._bucket(bucket, create=False) if emptied else None
         if data:
             for seg in emptied:
