@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from kspark._duration import Duration, to_ms
@@ -152,13 +153,17 @@ class TopologyTestDriver:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
         (:class:`~kspark.state.internals.changelog.ChangelogCodec`) when its topic is read."""
         queue = self._outputs.setdefault(topic, deque())
-        for store, entries in self.changelogs.items():
-            done = self._changelog_read.get(store, 0)
-            if done < len(entries) and self.changelog_topic(store) == topic:
-                codec = ChangelogCodec.for_builder(self.topology.store_builders[store])
-                for key, value, ts in entries[done:]:
-                    queue.append((codec.encode_key(key), codec.encode_value(value), ts, ()))
-                self._changelog_read[store] = len(entries)
+        stores = [s for s in self.topology.store_builders if self.changelog_topic(s) == topic]
+        if stores:
+            changelogs = self.changelogs
+            for store in stores:
+                entries = changelogs.get(store, [])
+                done = self._changelog_read.get(store, 0)
+                if done < len(entries):
+                    codec = ChangelogCodec.for_builder(self.topology.store_builders[store])
+                    for key, value, ts in entries[done:]:
+                        queue.append((codec.encode_key(key), codec.encode_value(value), ts, ()))
+                    self._changelog_read[store] = len(entries)
         return queue
 
     # -- driving -----------------------------------------------------------------------------
@@ -245,12 +250,18 @@ class TopologyTestDriver:
         for task in self.tasks:
             if task.has_output():
                 for part in task.drain_output_parts():
-                    for out in part.records() if isinstance(part, OutputBlock) else (part,):
-                        reads, queue = routes.get(out.topic) or self._route(out.topic)
+                    reads, queue = routes.get(part.topic) or self._route(part.topic)
+                    if isinstance(part, OutputBlock):
                         if reads:
-                            internal.append(out)
+                            internal += part.records()
                         if queue is not None:
-                            queue.append((out.key, out.value, out.timestamp, out.headers))
+                            queue.extend(zip(part.keys, part.values, part.timestamps,
+                                             repeat(())))
+                    else:
+                        if reads:
+                            internal.append(part)
+                        if queue is not None:
+                            queue.append((part.key, part.value, part.timestamp, part.headers))
         return internal
 
     # -- stores and metrics ------------------------------------------------------------------
