@@ -86,16 +86,30 @@ def kafka_partitions(keys: list[bytes], num_partitions: int) -> list[int]:
     keys of each length at once."""
     import numpy as np
 
-    out = np.zeros(len(keys), dtype=np.int64)
     if not keys:
         return []
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.frombuffer(b"".join(keys), dtype=np.uint8)
+    return kafka_partitions_packed(data, offsets, num_partitions).tolist()
+
+
+def kafka_partitions_packed(data: np.ndarray, offsets: np.ndarray,
+                            num_partitions: int) -> np.ndarray:
+    """:func:`kafka_partition` of each key of a packed column (key ``i`` is the bytes
+    ``data[offsets[i]:offsets[i + 1]]``, as an Arrow binary array holds them): an int64 array."""
+    import numpy as np
+
+    starts = np.asarray(offsets[:-1], dtype=np.int64)
+    lengths = np.asarray(offsets[1:], dtype=np.int64) - starts
+    out = np.zeros(len(starts), dtype=np.int64)
     for length in np.unique(lengths).tolist():
         idx = np.flatnonzero(lengths == length)
-        rows = np.frombuffer(b"".join([keys[i] for i in idx.tolist()]), dtype=np.uint8)
-        hashes = _murmur2_rows(rows.reshape(len(idx), length), length)
+        rows = data[starts[idx, None] + np.arange(length)]
+        hashes = _murmur2_rows(rows, length)
         out[idx] = (hashes & 0x7FFFFFFF) % num_partitions
-    return out.tolist()
+    return out
 
 
 def _murmur2_rows(rows: np.ndarray, length: int) -> np.ndarray:

@@ -137,6 +137,31 @@ def test_read_tasks_give_the_files_records(tmp_path, parallelism):
     assert table_read.column("offset").to_pylist()[n:] == list(range(1 << 32, (1 << 32) + 1000))
 
 
+KEY_COLUMNS = st.one_of(
+    st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=1, max_size=60),
+    st.lists(st.one_of(st.none(), st.integers(-(10**6), 10**6)), min_size=1, max_size=60),
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(keys=KEY_COLUMNS, partitions=st.integers(1, 7))
+def test_parquet_columns_read_as_the_row_reader_reads_them(tmp_path_factory, keys, partitions):
+    """The Parquet reader's columns (each distinct key encoded and partitioned once, a string
+    key's bytes taken from Arrow) equal the row-by-row reader's records."""
+    from kspark.io.files import file_rows
+    from kspark.spark.internals.file_source import _parquet_batch
+
+    path = tmp_path_factory.mktemp("keys") / "a.parquet"
+    n = len(keys)
+    pq.write_table(pa.table({"key": keys, "ts": np.arange(n, dtype=np.int64),
+                             "value": [i % 3 for i in range(n)]}), path)
+    batch = _parquet_batch(str(path), 0, None, "key", "value", "ts", partitions, "t", 0)
+    expected = file_rows(str(path), "parquet", "key", "value", "ts", partitions)
+    got = (batch.column("key").to_pylist(), batch.column("value").to_pylist(),
+           batch.column("timestamp").to_pylist(), batch.column("partition").to_pylist())
+    assert got == tuple(expected)
+
+
 # -- reading in the stage's tasks ---------------------------------------------------------------
 def _write_inputs(root) -> dict[str, str]:
     """A directory with a Parquet file of several row groups (and ``root/jsonl`` with two

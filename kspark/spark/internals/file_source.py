@@ -295,14 +295,33 @@ def _read_rows(path: str, lo: int, hi: int | None, columns: list[str]) -> Any:
     return table.slice(lo - first, None if hi is None else hi - lo)
 
 
-def _encoded(column: Any, encode: Any) -> tuple[Any, list[Any]]:
-    """``(indices, encoded uniques)`` of an Arrow column: ``encode`` runs once per distinct
-    value (as ``to_pylist`` gives it); ``None`` values stay ``None``."""
+def _encoded(column: Any, encode: Any) -> tuple[Any, Any]:
+    """``(indices, encoded uniques as an Arrow binary array)`` of an Arrow column: ``encode``
+    runs once per distinct value (as ``to_pylist`` gives it); nulls stay null in the indices.
+    A string column's uniques are its UTF-8 bytes as they are (what ``encode`` of ``str(v)``
+    gives), without a Python object each."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(column.combine_chunks())
-    uniques = [None if v is None else encode(v) for v in encoded.dictionary.to_pylist()]
-    return encoded.indices, uniques
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return encoded.indices, encoded.dictionary.cast(pa.binary())
+    uniques = [encode(v) for v in encoded.dictionary.to_pylist()]
+    return encoded.indices, pa.array(uniques, pa.binary())
+
+
+def _partitions_of(uniques: Any, partitions: int) -> Any:
+    """Kafka's partition of each key of an Arrow binary array without nulls, from its
+    buffers."""
+    import numpy as np
+
+    from kspark.hashing import kafka_partitions_packed
+
+    _, offsets, data = uniques.buffers()
+    start = uniques.offset
+    offsets = np.frombuffer(offsets, dtype=np.int32)[start:start + len(uniques) + 1]
+    data = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    return kafka_partitions_packed(data, offsets, partitions)
 
 
 def _parquet_batch(
@@ -330,8 +349,6 @@ def _parquet_batch(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from kspark.hashing import kafka_partitions
-
     if value_field is None:
         return None
     schema = pq.read_schema(path)
@@ -347,16 +364,15 @@ def _parquet_batch(
         n = table.num_rows
         stamps = pa.array(stamps_col.to_numpy().astype(np.int64), pa.int64())
         if key_field in table.column_names:
-            key_idx, key_bytes = _encoded(
+            key_idx, key_array = _encoded(
                 table.column(key_field), lambda v: str(v).encode("utf-8")
             )
-            keys = _expand(key_idx, key_bytes, dictionary)
+            keys = _expand(key_idx, key_array, dictionary)
             if partitions == 1:
                 parts = np.zeros(n, dtype=np.int32)
             else:
-                per_key = np.zeros(max(len(key_bytes), 1), dtype=np.int32)
-                known = [i for i, k in enumerate(key_bytes) if k is not None]
-                per_key[known] = kafka_partitions([key_bytes[i] for i in known], partitions)
+                per_key = np.zeros(max(len(key_array), 1), dtype=np.int32)
+                per_key[:len(key_array)] = _partitions_of(key_array, partitions)
                 idx = key_idx.to_numpy(zero_copy_only=False)
                 parts = np.where(np.isnan(idx), 0, per_key[np.nan_to_num(idx).astype(np.int64)])
                 parts = parts.astype(np.int32)
@@ -364,10 +380,10 @@ def _parquet_batch(
             keys = pa.nulls(n, pa.binary())
             parts = np.zeros(n, dtype=np.int32)
         if value_field in table.column_names:
-            value_idx, value_bytes = _encoded(
+            value_idx, value_array = _encoded(
                 table.column(value_field), lambda v: json.dumps(v, default=str).encode()
             )
-            values = _expand(value_idx, value_bytes, dictionary)
+            values = _expand(value_idx, value_array, dictionary)
         else:
             values = pa.nulls(n, pa.binary())
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
@@ -412,12 +428,12 @@ def _kspark_batch(path: str, lo: int, hi: int | None, partitions: int, topic: st
     ], schema=INPUT_ARROW)
 
 
-def _expand(indices: Any, uniques: list[Any], dictionary: bool) -> Any:
-    """The column of ``uniques[indices]`` (nulls stay null): a dictionary array, or taken."""
+def _expand(indices: Any, uniques: Any, dictionary: bool) -> Any:
+    """The column of ``uniques[indices]`` (an Arrow binary array; nulls stay null): a
+    dictionary array, or taken."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = pa.array(uniques, pa.binary())
     if dictionary:
-        return pa.DictionaryArray.from_arrays(indices, values)
-    return pc.take(values, indices)
+        return pa.DictionaryArray.from_arrays(indices, uniques)
+    return pc.take(uniques, indices)
