@@ -144,8 +144,10 @@ KEY_COLUMNS = st.one_of(
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
-@given(keys=KEY_COLUMNS, partitions=st.integers(1, 7))
-def test_parquet_columns_read_as_the_row_reader_reads_them(tmp_path_factory, keys, partitions):
+@given(keys=KEY_COLUMNS, text_values=st.booleans(), partitions=st.integers(1, 7))
+def test_parquet_columns_read_as_the_row_reader_reads_them(
+    tmp_path_factory, keys, text_values, partitions
+):
     """The Parquet reader's columns (each distinct key encoded and partitioned once, a string
     key's bytes taken from Arrow) equal the row-by-row reader's records."""
     from kspark.io.files import file_rows
@@ -154,7 +156,8 @@ def test_parquet_columns_read_as_the_row_reader_reads_them(tmp_path_factory, key
     path = tmp_path_factory.mktemp("keys") / "a.parquet"
     n = len(keys)
     pq.write_table(pa.table({"key": keys, "ts": np.arange(n, dtype=np.int64),
-                             "value": [i % 3 for i in range(n)]}), path)
+                             "value": [f"v{i % 3}" if text_values else i % 3
+                                       for i in range(n)]}), path)
     batch = _parquet_batch(str(path), 0, None, "key", "value", "ts", partitions, "t", 0)
     expected = file_rows(str(path), "parquet", "key", "value", "ts", partitions)
     got = (batch.column("key").to_pylist(), batch.column("value").to_pylist(),
