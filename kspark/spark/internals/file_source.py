@@ -295,16 +295,16 @@ def _read_rows(path: str, lo: int, hi: int | None, columns: list[str]) -> Any:
     return table.slice(lo - first, None if hi is None else hi - lo)
 
 
-def _encoded(column: Any, encode: Any) -> tuple[Any, Any]:
+def _encoded(column: Any, encode: Any, *, text: bool = False) -> tuple[Any, Any]:
     """``(indices, encoded uniques as an Arrow binary array)`` of an Arrow column: ``encode``
     runs once per distinct value (as ``to_pylist`` gives it); nulls stay null in the indices.
-    A string column's uniques are its UTF-8 bytes as they are (what ``encode`` of ``str(v)``
-    gives), without a Python object each."""
+    With ``text`` (``encode`` gives ``str(v)`` as UTF-8), a string column's uniques are its
+    bytes as they are, without a Python object each."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(column.combine_chunks())
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+    if text and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         return encoded.indices, encoded.dictionary.cast(pa.binary())
     uniques = [encode(v) for v in encoded.dictionary.to_pylist()]
     return encoded.indices, pa.array(uniques, pa.binary())
@@ -365,7 +365,7 @@ def _parquet_batch(
         stamps = pa.array(stamps_col.to_numpy().astype(np.int64), pa.int64())
         if key_field in table.column_names:
             key_idx, key_array = _encoded(
-                table.column(key_field), lambda v: str(v).encode("utf-8")
+                table.column(key_field), lambda v: str(v).encode("utf-8"), text=True
             )
             keys = _expand(key_idx, key_array, dictionary)
             if partitions == 1:
