@@ -35,6 +35,8 @@ rule at the end of the input (kspark: per task, ``end < stream time - gap - grac
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -47,6 +49,7 @@ import numpy as np
 import pandas as pd
 from machine import Steal, WorkerMemory
 from session_workload import load_gen, session_count_topology
+from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
 VERBOSE = False
 
@@ -183,6 +186,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--spark-conf", action="append", default=[],
                         help="extra Spark setting k=v of both engines' sessions")
     parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
+    parser.add_argument("--stages", action="store_true",
+                        help="print where each stage's time goes (Spark's UI on; with --verbose)")
     parser.add_argument("--warmup", type=int, default=250_000,
                         help="records of each engine's unmeasured warm-up runs (0: none)")
     parser.add_argument("--native-sink", choices=["memory", "parquet"], default="memory",
@@ -221,7 +226,8 @@ def measure_engine(args: argparse.Namespace) -> None:
     gen = load_gen()
     n, k = args.records, args.keys
     src = gen.make(n, k)
-    spark = local_spark("local[2]", engine_spark_conf(args.engine, args.spark_conf))
+    conf = engine_spark_conf(args.engine, args.spark_conf)
+    spark = local_spark("local[2]", {**UI_CONF, **conf} if args.stages else conf)
     config = dict(kv.split("=", 1) for kv in args.conf)
     grace = grace_of(args, gen)
     modes = [] if args.engine == "native" else (
@@ -262,8 +268,14 @@ def measure_engine(args: argparse.Namespace) -> None:
     for index, batches in enumerate(int(b) for b in args.batches.split(",")):
         path = split_input(gen, n, k, batches)
         for on_close in runs:
+            before = stage_ids(spark) if args.stages else -1
             result = {"index": index, "batches": batches, "on_close": on_close,
                       **run(path, on_close)}
+            if args.stages:  # indented: the benchmark's process prints them (--verbose)
+                summary = io.StringIO()
+                with contextlib.redirect_stdout(summary):
+                    print_stage_summary(spark, before, f"{args.engine}, {batches} batches")
+                print("\n".join("  " + line for line in summary.getvalue().splitlines()))
             print(RESULT + json.dumps(result), flush=True)
     spark.stop()
 

@@ -162,6 +162,15 @@ class String(Serde):
             return self.deserialize
         return _with_shortcut(self.deserialize, bytes, bytes.decode, UnicodeDecodeError)
 
+    def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
+        if type(self) is not String:
+            return super().serialize_all(values)
+        serialize = self.serialize  # None, other types and errors: the general way
+        try:
+            return [v.encode() if type(v) is str else serialize(v) for v in values]
+        except UnicodeEncodeError:
+            return super().serialize_all(values)  # names the item at fault
+
     def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
         if type(self) is not String:
             return super().deserialize_all(data)
@@ -417,9 +426,10 @@ def _windowed_columns(serde: Any, keys: WindowedKeys, fields: tuple[np.ndarray, 
     serialized once, then the window's ``fields`` as 8-byte big-endian numbers."""
     import numpy as np
 
-    inner = serde.inner.serialize
     codes = keys.codes.tolist()
-    encoded = {c: inner(keys.keys[c]) or b"" for c in dict.fromkeys(codes)}
+    distinct = list(dict.fromkeys(codes))
+    inner = serde.inner.serialize_all([keys.keys[c] for c in distinct])
+    encoded = {c: k or b"" for c, k in zip(distinct, inner)}
     width = 8 * len(fields)
     raw = np.stack(fields, axis=1).astype(">i8").tobytes()
     return [encoded[c] + raw[i * width:(i + 1) * width] for i, c in enumerate(codes)]

@@ -197,6 +197,23 @@ class InMemorySessionStore(SegmentedStore):
             out.sort(key=_end_start)
         return out
 
+    def stored_keys(self, keys: Sequence[Any], buckets: Sequence[int]) -> set[int]:
+        """The indices of ``keys`` (whose buckets are ``buckets``) with any stored session,
+        expired ones included (those :meth:`raw_sessions` gives something for), found per
+        bucket and segment by set intersection; loads each of their buckets."""
+        by_bucket = np.asarray(buckets, dtype=np.int64)
+        order = np.argsort(by_bucket, kind="stable")
+        cuts = np.flatnonzero(np.diff(by_bucket[order])) + 1
+        found: set[int] = set()
+        for run in np.split(order, cuts) if len(order) else ():
+            data = self._bucket(int(by_bucket[run[0]]), create=False)
+            if not data:
+                continue
+            wanted = {keys[i]: i for i in run.tolist()}
+            for segment in data.values():
+                found.update(wanted[k] for k in dict.keys(segment) & wanted.keys())
+        return found
+
     def raw_ending(self, lo: int, hi: int) -> list[tuple[int, int, Any, Any]]:
         """``(end, start, key, agg)`` of every live session with ``lo <= end < hi``, in no
         particular order, reading one bucket at a time and only the segments that can hold

@@ -136,6 +136,18 @@ def test_long_serialize_all_equals_serialize_of_each(values):
     assert outcome(serde.serialize_all, values) == outcome(each, serde, values)
 
 
+class _Text(str):
+    pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(VALUES, st.just("\ud800"), st.builds(_Text, st.text(max_size=2)),
+                          st.binary(max_size=2)), max_size=12))
+def test_string_serialize_all_equals_serialize_of_each(values):
+    serde = serdes.String()
+    assert outcome(serde.serialize_all, values) == outcome(each, serde, values)
+
+
 WINDOWED = st.one_of(
     st.none(),
     st.integers(0, 5),

@@ -290,6 +290,10 @@ def test_session_store_matches_model(
         assert store.all() == model.all()
         held = segments_held(store)
         assert not held or min(held) >= model.oldest_live_segment()
+        names = ["a", "b", "c", "d", "e", "f"]
+        buckets = [store.bucket_of(k) for k in names]
+        assert store.stored_keys(names, buckets) == {
+            i for i, k in enumerate(names) if store.raw_sessions(k, buckets[i])}
     assert store.backward_all() == model.all()[::-1]
 
 

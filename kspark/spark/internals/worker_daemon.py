@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 
 #: the workers' garbage collection thresholds (``gc.set_threshold``)
-GC_THRESHOLD = (50_000, 20, 100)
+GC_THRESHOLD = (200_000, 20, 100)
 
 
 def preload() -> None:

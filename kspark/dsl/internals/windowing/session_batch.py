@@ -108,8 +108,13 @@ class SessionBatch(SessionEmission):
         # a key's clusters are apart and in time order: both bounds are sorted per key
         maxima, minima, codes = cl_max.tolist(), cl_min.tolist(), cl_code.tolist()
         buckets, raw_sessions = self.buckets, store.raw_sessions
+        # the keys with stored sessions, found at once (with limited memory each bucket is
+        # loaded once, by the passes below)
+        stored = None if store.memory_limited else store.stored_keys(keys, buckets)
         for lo, hi in zip(code_start.tolist(), code_end.tolist()):
             code = codes[lo]
+            if stored is not None and code not in stored:
+                continue
             for end, start, agg, stamp in raw_sessions(keys[code], buckets[code]):
                 if end <= initial_bound:
                     continue  # expired: no record finds it again
