@@ -148,11 +148,12 @@ def register_data_sources(spark: Any) -> None:
     """Register kspark's data sources with ``spark`` (once per session)."""
     if spark in _REGISTERED:
         return
-    from kspark.spark.internals.file_source import FileSource
+    from kspark.spark.internals.file_source import FileRangeSource, FileSource
     from kspark.spark.internals.kafka_source import KafkaSource
     from kspark.spark.internals.tick_source import TickSource
 
     spark.dataSource.register(FileSource)
+    spark.dataSource.register(FileRangeSource)
     spark.dataSource.register(TickSource)
     spark.dataSource.register(KafkaSource)
     _REGISTERED.add(spark)

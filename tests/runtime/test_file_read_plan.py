@@ -253,6 +253,33 @@ def test_a_range_is_read_once_per_spark_task(tmp_path, monkeypatch):
     assert stage.file_records(blob, 0) is not None and len(reads) == 2
 
 
+def test_the_range_reader_makes_the_range_rows_of_each_batchs_files(tmp_path):
+    """The simple reader Spark calls on the driver: each micro-batch's files (at most
+    ``max_files_per_trigger``), as the rows the in-stage reader gives; a replay of the same
+    offsets gives the same rows; no new file, no rows and the same offset."""
+    from kspark.spark.internals.file_source import FileRangeReader
+
+    options = {**_write_inputs(tmp_path), "path": str(tmp_path / "jsonl"), "format": "jsonl",
+               "max_files_per_trigger": "1"}
+    reader = FileRangeReader(options)
+    in_stage = FileStreamReader({**options, "read_in_stage": "true"})
+    start = reader.initialOffset()
+    seen = []
+    for expected_end in ({"files": 1}, {"files": 2}):
+        rows, end = reader.read(start)
+        rows = list(rows)
+        assert end == expected_end
+        (part,) = in_stage.partitions(start, end)
+        assert [r.to_pylist() for r in rows] == [r.to_pylist() for r in in_stage.read(part)]
+        assert [r.to_pylist() for r in reader.readBetweenOffsets(start, end)] == [
+            r.to_pylist() for r in rows]
+        seen += [k for r in rows for k in r.column("key").to_pylist()]
+        start = end
+    rows, end = reader.read(start)
+    assert end == start and list(rows) == []
+    assert len(seen) == 2 * 3  # a row per file and partition
+
+
 def test_file_rows_without_a_reader_are_refused(tmp_path):
     options = _write_inputs(tmp_path)
     reader = FileStreamReader({**options, "read_in_stage": "true"})

@@ -7,7 +7,12 @@ import os
 from collections.abc import Iterator
 from typing import Any, cast
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    InputPartition,
+    SimpleDataSourceStreamReader,
+)
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 
 from kspark.spark.internals.wire import (
@@ -51,6 +56,47 @@ class FileSource(DataSource):
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return FileStreamReader(dict(self.options))
+
+
+class FileRangeSource(DataSource):
+    """``spark.readStream.format("kspark_file_ranges")``: a directory of files as one topic,
+    each file's records read by the stages' tasks (:func:`file_range_rows`). Its rows are a
+    few per file, made on the driver when the micro-batch's offsets are taken
+    (:class:`FileRangeReader`), so the read stage runs no Python worker."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kspark_file_ranges"
+
+    def schema(self) -> str:
+        return ROW_DDL
+
+    def simpleStreamReader(self, schema: Any) -> SimpleDataSourceStreamReader:
+        return FileRangeReader(dict(self.options))
+
+
+class FileRangeReader(SimpleDataSourceStreamReader):
+    """The range rows of the files a micro-batch takes, with the offsets of
+    :class:`FileStreamReader` (at most ``max_files_per_trigger`` files a batch)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.files = FileStreamReader({**options, "read_in_stage": "true"})
+
+    def initialOffset(self) -> dict:
+        return self.files.initialOffset()
+
+    def read(self, start: dict) -> tuple[Iterator[Any], dict]:
+        files = self.files
+        end = files.latestOffset(start, files.getDefaultReadLimit())
+        return self.readBetweenOffsets(start, end), end
+
+    def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[Any]:
+        files = self.files
+        (part,) = files.partitions(start, end) or [_FilesPartition([])]
+        return iter(list(files.read(part)))  # a list's iterator: Spark copies it
+
+    def commit(self, end: dict) -> None:
+        pass
 
 
 class FileStreamReader(DataSourceStreamReader):

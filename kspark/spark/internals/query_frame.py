@@ -31,12 +31,11 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
     if kafka_reads and topic in kafka_reads:
         return kafka_ranges_frame(spark, kafka_reads[topic])
     if isinstance(spec, FileTopic):
-        reader = spark.readStream.format("kspark_files")
+        # read in the stages: range rows made on the driver; else a read stage of its own
+        reader = spark.readStream.format("kspark_file_ranges" if read_in_stage else "kspark_files")
         for k, v in spec.source_options(topic).items():
             reader = reader.option(k, v)
         reader = reader.option("handler", config.deserialization_handler)
-        if read_in_stage:
-            reader = reader.option("read_in_stage", "true")
         return reader.option("parallelism", str(parallelism or 1)).load()
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
