@@ -494,7 +494,7 @@ class Task:
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         if self.changelog_stores is not None and store not in self.changelog_stores:
             return
-        entries = self.changelog.get(store)
-        if entries is None:
-            entries = self.changelog[store] = []
-        entries.append((key, value, timestamp))
+        try:
+            self.changelog[store].append((key, value, timestamp))
+        except KeyError:
+            self.changelog[store] = [(key, value, timestamp)]
