@@ -326,7 +326,7 @@ class SessionWindowed(Serde):
         return key + _END_START.pack(value.window.end, value.window.start)
 
     def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
-        if isinstance(values, WindowedKeys):
+        if type(values) is not list and isinstance(values, WindowedKeys):
             return _windowed_columns(self, values, (values.ends, values.starts))
         return _windowed_all(self, values, lambda w: _END_START.pack(w.end, w.start))
 
@@ -357,7 +357,7 @@ class TimeWindowed(Serde):
         return key + _LONG.pack(value.window.start)
 
     def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
-        if isinstance(values, WindowedKeys):
+        if type(values) is not list and isinstance(values, WindowedKeys):
             return _windowed_columns(self, values, (values.starts,))
         return _windowed_all(self, values, lambda w: _LONG.pack(w.start))
 
