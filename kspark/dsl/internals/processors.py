@@ -35,15 +35,20 @@ def drop_null(context: ProcessorContext, record: Record, what: str, detail: str 
     )
 
 
-def change_forwarder(context: ProcessorContext) -> Callable[[list[Any]], None]:
+def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False
+                     ) -> Callable[[list[Any]], None]:
     """A batched flush listener (``StoreBase.set_flush_listener(..., batched=True)``) that
     forwards each flushed ``(key, new, old, timestamp)`` as ``Record(key, Change(new, old))``
-    with that timestamp."""
+    with that timestamp (``at_window_end``: with the end of the key's window)."""
 
     def forward(entries: list[tuple[Any, Any, Any, int]]) -> None:
         context.forward_all([Record(k, Change(new, old), ts) for k, new, old, ts in entries])
 
-    return forward
+    def forward_at_end(entries: list[tuple[Any, Any, Any, int]]) -> None:
+        context.forward_all([Record(k, Change(new, old), k.window.end)
+                             for k, new, old, _ in entries])
+
+    return forward_at_end if at_window_end else forward
 
 
 class DropNullKeyProcessor(Processor):

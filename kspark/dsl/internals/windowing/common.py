@@ -4,7 +4,6 @@ sliding window aggregations (store access, forwarding, emission on window close)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -72,11 +71,7 @@ def open_window_store(context: ProcessorContext, store_name: str, emit_final: bo
     output is ignored). With ``at_window_end`` the cache forwards each update with its
     window's end as timestamp (sessions, as Kafka Streams), else with the entry's."""
     store: Any = context.get_state_store(store_name)
-    forward = change_forwarder(context)
-    listener: Callable[[list[Any]], None] = forward
-    if at_window_end:
-        def listener(entries: list[Any]) -> None:
-            forward([(k, new, old, k.window.end) for k, new, old, _ in entries])
+    listener = change_forwarder(context, at_window_end=at_window_end)
     caching = False if emit_final else store.set_flush_listener(listener, batched=True)
     return store, context.processor_state, caching
 
