@@ -307,22 +307,11 @@ class InMemorySessionStore(SegmentedStore):
         :meth:`find_sessions` finds, without a ``KeyValue`` per session."""
         if key is None:
             self._check_key(key)
-        data = self._bucket_for(key, create=False)
-        if not data:
-            return []
         bound = self.expiry_bound
         lowest = bound + 1 if earliest_end is None or earliest_end <= bound else earliest_end
-        seg_lo = lowest // self.segment_interval_ms
-        out = []
-        for seg, segment in data.items():
-            if seg >= seg_lo:
-                subs = segment.get(key)
-                if subs:
-                    out += [(end, start, entry[0]) for (end, start), entry in subs.items()
-                            if end >= lowest and (latest_start is None or start <= latest_start)]
-        if len(out) > 1:
-            out.sort(key=_end_start)
-        return out
+        stored = self.raw_sessions(key, self.bucket_of(key))
+        return [(end, start, agg) for end, start, agg, _ in stored
+                if end >= lowest and (latest_start is None or start <= latest_start)]
 
     def _find(self, key: Any, earliest_end: int | None, latest_start: int | None) -> list[KeyValue]:
         return [KeyValue(Windowed(key, Window(start, end)), agg)
