@@ -76,9 +76,13 @@ class InMemorySessionStore(SegmentedStore):
         defaults to the session end."""
         self._check_writable(None if windowed is None else windowed.key)
         self._check_windowed(windowed)
+        self._put(windowed, agg, windowed.window.end if timestamp is None else timestamp)
+
+    def _put(self, windowed: Windowed, agg: Any, ts: int, emptied: list[int] | None = None
+             ) -> None:
+        """:meth:`put` without its checks (``emptied``: see :meth:`SegmentedStore._write`)."""
         start, end = windowed.window.start, windowed.window.end
-        ts = end if timestamp is None else timestamp
-        old = self._write(windowed.key, end, (end, start), agg, ts)
+        old = self._write(windowed.key, end, (end, start), agg, ts, emptied)
         if old is EXPIRED or (agg is not None and not self._live(end)):
             # expired: dropped (counted), or stored in a live segment but invisible; logged all
             # the same (as Kafka Streams logs every write), neither cached nor forwarded
@@ -105,69 +109,16 @@ class InMemorySessionStore(SegmentedStore):
     ) -> None:
         """Remove ``key``'s sessions ``(end, start)`` of ``removed``, then store ``agg`` for
         ``[start, end]``, all at ``timestamp``: what :meth:`remove` of each and :meth:`put`
-        leave, log and cache, in one pass (a session aggregation's write for one record). A
-        key whose last entry in a segment is removed stays in the segment's sorted keys when
-        the new session goes to the same segment."""
-        if self.read_only or key is None or agg is None:
-            for e, s in removed:
-                self.remove(Windowed(key, Window(s, e)), timestamp)
-            self.put(Windowed(key, Window(start, end)), agg, timestamp)
-            return
-        interval, retention = self.segment_interval_ms, self.retention_ms
-        bucket = self.bucket_of(key)
-        touched = self._dirty_buckets
-        changed = self._changed
-        emptied = []
+        leave, log and cache (a session aggregation's write for one record). A key whose last
+        entry in a segment is removed stays in the segment's sorted keys until the put, so a
+        session that moves within its segment does not leave and rejoin them."""
+        self._check_writable(key)
+        emptied: list[int] = []
         for e, s in removed:
-            windowed = Windowed(key, Window(s, e))
-            if e > self.observed_stream_time:
-                self._observe(e)
-            bound = self.observed_stream_time - retention
-            seg = e // interval
-            if seg < bound // interval:  # the segment has expired
-                self._log_expired(windowed, None, timestamp)
-                continue
-            data = self._bucket(bucket, create=False)
-            segment = data.get(seg) if data else None
-            subs = None if segment is None else segment.get(key)
-            old = None if subs is None else subs.pop((e, s), None)
-            if old is not None:
-                touched.add(bucket)
-                if not subs:
-                    emptied.append(seg)
-                if e <= bound:
-                    old = None
-            changed(windowed, None if old is None else old[0], None, timestamp)
-        windowed = Windowed(key, Window(start, end))
-        if end > self.observed_stream_time:
-            self._observe(end)
-        bound = self.observed_stream_time - retention
-        seg = end // interval
-        if seg < bound // interval:
-            self.context.record_dropped("expired-segment", self._drop_detail(windowed, end))
-            self._log_expired(windowed, agg, timestamp)
-        else:
-            data = self._bucket(bucket, create=True)
-            segment = data.get(seg)
-            subs = None if segment is None else segment.get(key)
-            if subs is None:
-                old = self._set_entry(bucket, key, seg, (end, start), (agg, timestamp))
-            else:
-                old = subs.get((end, start))
-                subs[(end, start)] = (agg, timestamp)
-                touched.add(bucket)
-            if end <= bound:  # stored in a live segment, but expired
-                self._log_expired(windowed, agg, timestamp)
-            else:
-                changed(windowed, None if old is None else old[0], agg, timestamp)
-        data = self._bucket(bucket, create=False) if emptied else None
-        if data:
-            for seg in emptied:
-                segment = data.get(seg)
-                if segment is not None and not segment.get(key, True):
-                    del segment[key]
-                    if not segment:
-                        del data[seg]
+            self._put(Windowed(key, Window(s, e)), None, timestamp, emptied)
+        self._put(Windowed(key, Window(start, end)), agg, timestamp)
+        if emptied:
+            self._drop_emptied(key, emptied)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
         entries = list(changelog)

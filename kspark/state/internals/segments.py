@@ -175,17 +175,20 @@ class SegmentedStore(StoreBase):
     def _new_bucket(self) -> dict[int, Any]:
         return {}
 
-    def _write(self, key: Any, segment_ts: int, sub: Any, value: Any, timestamp: int) -> Any:
+    def _write(self, key: Any, segment_ts: int, sub: Any, value: Any, timestamp: int,
+               emptied: list[int] | None = None) -> Any:
         """Observe ``segment_ts``, then store ``(value, timestamp)`` under ``(key, sub)`` (or
         delete it when ``value is None``). Returns :data:`EXPIRED` if the segment has expired
-        (nothing done), else the previous live value or ``None``."""
+        (nothing done), else the previous live value or ``None``. With ``emptied``, a delete
+        that leaves the key nothing in its segment keeps the key's empty entry there and
+        appends the segment to ``emptied``, for :meth:`_drop_emptied`."""
         self._observe(segment_ts)
         seg = self.segment_id(segment_ts)
         if seg < self.min_live_segment():
             return EXPIRED
         bucket = self.bucket_of(key)
         if value is None:
-            old = self._del_entry(bucket, key, seg, sub)
+            old = self._del_entry(bucket, key, seg, sub, emptied)
         else:
             old = self._set_entry(bucket, key, seg, sub, (value, timestamp))
         if old is None or segment_ts <= self.expiry_bound:
@@ -298,7 +301,8 @@ class SegmentedStore(StoreBase):
         self._touch(bucket)
         return old
 
-    def _del_entry(self, bucket: int, key: Any, seg: int, sub: Any) -> Entry | None:
+    def _del_entry(self, bucket: int, key: Any, seg: int, sub: Any,
+                   emptied: list[int] | None = None) -> Entry | None:
         data = self._bucket(bucket, create=False)
         if not data:
             return None
@@ -312,11 +316,27 @@ class SegmentedStore(StoreBase):
         if old is None:
             return None
         if not subs:
-            del segment[key]
-            if not segment:
-                del data[seg]
+            if emptied is not None:
+                emptied.append(seg)
+            else:
+                del segment[key]
+                if not segment:
+                    del data[seg]
         self._touch(bucket)
         return old
+
+    def _drop_emptied(self, key: Any, emptied: list[int]) -> None:
+        """Remove ``key`` from the segments ``emptied`` where its entry is (still) empty, and
+        the segments left empty (after :meth:`_write` with ``emptied``)."""
+        data = self._bucket_for(key, create=False)
+        if not data:
+            return
+        for seg in emptied:
+            segment = data.get(seg)
+            if segment is not None and not segment.get(key, True):
+                del segment[key]
+                if not segment:
+                    del data[seg]
 
     def _get_entry(self, key: Any, seg: int, sub: Any) -> Entry | None:
         data = self._bucket_for(key, create=False)
