@@ -76,6 +76,27 @@ def test_the_driver_keeps_windowed_changelog_entries_across_reads() -> None:
         (b"k", None, 5), (b"k", _long(2), 5), (b"j", _long(1), 7)]
 
 
+def test_a_long_run_keeps_every_changelog_entry_once_in_order() -> None:
+    """Past the records after which the driver takes the tasks' entries (every 64 of a topic),
+    each entry is kept once, in order, with its ``Windowed`` key."""
+    b = StreamsBuilder()
+    b.stream("in", serdes.String(), serdes.Long()).group_by_key().windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(10)).count(
+        Materialized("counts", caching=False, key_serde=serdes.String(),
+                     value_serde=serdes.Long()))
+    n = 200
+    with TopologyTestDriver(b.build(), config={"application.id": "a"}) as driver:
+        pipe = driver.create_input_topic("in", serdes.String(), serdes.Long())
+        for i in range(n):  # each record a session of a key of its own
+            pipe.pipe_input(f"k{i}", 1, i * 100)
+        entries = driver.changelogs["counts"]
+        topic = driver.create_output_topic(TOPIC, serdes.Bytes(), serdes.Bytes())
+        records = topic.read_records_to_list()
+    assert entries == [(Windowed(f"k{i}", Window(i * 100, i * 100)), 1, i * 100)
+                       for i in range(n)]
+    assert len(records) == n and records[-1].key.startswith(f"k{n - 1}".encode())
+
+
 def _attach(store_builder, records, config=None) -> TopologyTestDriver:
     topology = Topology().add_read_only_state_store(store_builder, TOPIC)
     driver = TopologyTestDriver(topology, config=config)
