@@ -141,13 +141,20 @@ class SessionBatch(SessionEmission):
         if wmax is None or neg_min is None:
             return None
         wmin = -neg_min
-        # every later record must merge with the live session before it; none late
+        # every later record must merge with the live session before it, or fall inside it
+        # after it closed or expired: then it is dropped as late and changes nothing
         prev_min = np.r_[0, wmin[:-1]]
         prev_max = np.r_[0, wmax[:-1]]
-        broken = ~first & ((t < prev_min - gap) | (t > prev_max + gap) | (prev_max <= bound[pos]))
-        broken |= wmax < close[pos]
-        bad[cl[broken]] = True
+        at_close = close[pos]
+        live = prev_max > bound[pos]
+        dropped = ~first & (t >= prev_min) & (t <= prev_max) & np.where(
+            live, prev_max < at_close, t < at_close)
+        broken = ~first & ((t < prev_min - gap) | (t > prev_max + gap) | ~live)
+        broken |= wmax < at_close
+        bad[cl[broken & ~dropped]] = True
         good = ~bad[cl]
+        dropped &= good
+        kept = good & ~dropped
 
         snapshot = self._snapshot() if proc.emit_final and self._advances() else None
         # single records (null key) the record-by-record way
@@ -164,10 +171,13 @@ class SessionBatch(SessionEmission):
             found = [f for c in range(g, hi) for f in reach.get(c, ())]
             self._replay_group(int(cl_code[g]), pos[members], t[members], found)
         # simple clusters
+        self._drop_inside(np.flatnonzero(dropped), pos, t, live, wmin, wmax, cl_code[cl])
         good_clusters = np.flatnonzero(~bad)
-        aggs = self._aggregates(good, first, cl, pos, reach, cl_code)
+        aggs = self._aggregates(kept, first, cl, pos, reach, cl_code)
         g_first = first_idx[good_clusters]
-        g_last = last_idx[good_clusters]
+        # a cluster's session is last changed by its last record not dropped (never its first)
+        g_last = np.maximum.reduceat(np.where(kept, np.arange(len(cl)), -1), first_idx)[
+            good_clusters]
         self._simple_store_changes(good_clusters, g_first, g_last, pos, wmin, wmax, aggs, reach,
                                    cl_code)
 
@@ -176,7 +186,7 @@ class SessionBatch(SessionEmission):
         store.advance_observed(final_observed)
         self._write(np.unique(cl_code).tolist())
         if proc.emit_final and snapshot is not None:
-            self._emit(snapshot, good, cl, pos, wmin, wmax, aggs, cl_code)
+            self._emit(snapshot, kept, cl, pos, wmin, wmax, aggs, cl_code)
             proc.state[LAST_EMIT] = int(close[-1])
         if self.replay:
             self.events.sort(key=itemgetter(0, 1))
@@ -304,6 +314,28 @@ class SessionBatch(SessionEmission):
                     (p, seq, Windowed(key, Window(start, end)), old, new_value, stamp)
                 )
 
+    def _drop_inside(
+        self,
+        dropped: np.ndarray,
+        pos: np.ndarray,
+        t: np.ndarray,
+        live: np.ndarray,
+        wmin: np.ndarray,
+        wmax: np.ndarray,
+        codes: np.ndarray,
+    ) -> None:
+        """Drop the late records of simple clusters (indices ``dropped`` of the cluster-ordered
+        columns): each falls inside its cluster's session, which had closed (merged window: the
+        session's) or expired (its own window) when it came."""
+        keys, value_of = self.keys, self.view.values.value
+        for p, ts, merged, start, end, code in zip(
+            pos[dropped].tolist(), t[dropped].tolist(),
+            live[dropped].tolist(), wmin[dropped].tolist(), wmax[dropped].tolist(),
+            codes[dropped].tolist(),
+        ):
+            window = Window(start, end) if merged else Window(ts, ts)
+            self._drop_late(p, keys[code], value_of(p), ts, window)
+
     def _drop_late(self, p: int, key: Any, value: Any, ts: int, window: Window) -> None:
         record = Record(key, value, ts)
         close, observed = int(self.close[p]), int(self.obs_after[p])
@@ -313,7 +345,7 @@ class SessionBatch(SessionEmission):
     # -- simple clusters ---------------------------------------------------------------------
     def _aggregates(
         self,
-        good: np.ndarray,
+        kept: np.ndarray,
         first: np.ndarray,
         cl: np.ndarray,
         pos: np.ndarray,
@@ -327,6 +359,7 @@ class SessionBatch(SessionEmission):
         if isinstance(proc.aggregation, Count):
             idx = np.arange(len(cl))
             first_of = np.maximum.accumulate(np.where(first, idx, 0))
+            counted = np.cumsum(kept)  # records aggregated so far (a cluster's first always is)
             base = np.zeros(int(cl[-1]) + 1, dtype=object)
             plain = True
             for c, found in reach.items():
@@ -336,11 +369,11 @@ class SessionBatch(SessionEmission):
                 base[c] = agg
                 plain = plain and type(agg) is int
             if plain:
-                return base[cl] + (idx - first_of + 1)
+                return base[cl] + (counted - counted[first_of] + 1)
         value_of = self.view.values.value
         out: list[Any] = [None] * len(cl)
         agg = None
-        for i in np.flatnonzero(good).tolist():
+        for i in np.flatnonzero(kept).tolist():
             c = int(cl[i])
             key = keys[int(cl_code[c])]
             value = value_of(int(pos[i]))

@@ -183,7 +183,7 @@ class SessionEmission:
     def _emit(
         self,
         snapshot: list[tuple[int, int, Any, Any]],
-        good: np.ndarray,
+        kept: np.ndarray,
         cl: np.ndarray,
         pos: np.ndarray,
         wmin: np.ndarray,
@@ -211,12 +211,12 @@ class SessionEmission:
                 np.array([self._code(versions[k][4]) for k in hit.tolist()], dtype=np.int64),
                 [versions[k][5] for k in hit.tolist()],
             ))
-        # simple clusters: one version per record, ended by the cluster's next record
-        idx = np.flatnonzero(good)
+        # simple clusters: one version per record aggregated, ended by the cluster's next one
+        idx = np.flatnonzero(kept)
         if len(idx):
             nxt = np.full(len(cl), NEVER, dtype=np.int64)
-            same = cl[1:] == cl[:-1]
-            nxt[:-1][same] = pos[1:][same]
+            same = cl[idx[1:]] == cl[idx[:-1]]
+            nxt[idx[:-1][same]] = pos[idx[1:][same]]
             hit = idx[self._emitted(pos[idx], nxt[idx], wmax[idx])]
             parts.append((
                 np.searchsorted(self.close, wmax[hit], "right"),
