@@ -187,7 +187,7 @@ class KafkaStreamsApp:
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 4})
         return self._admin
 
     def wait_caught_up(self, ends: dict[int, int], timeout: float, poll: float = 0.05) -> float:
@@ -214,7 +214,7 @@ def committed_offsets(bootstrap: str, group: str, admin: Any = None
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = admin or AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin or AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
     futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                 request_timeout=10)
     try:
