@@ -7,11 +7,13 @@ import time
 from datetime import datetime
 from typing import Any
 
+from kspark.spark.internals.tick_source import TICK_OFFSET
 
-def wait_caught_up(query: Any, timeout: float, ignore: str = "kspark_ticks") -> None:
-    """Block until a micro-batch planned after this call left no data source behind (sources
-    whose description contains ``ignore``, the tick source, always have new input); raise the
-    query's exception if it fails, ``TimeoutError`` after ``timeout`` seconds."""
+
+def wait_caught_up(query: Any, timeout: float) -> None:
+    """Block until a micro-batch planned after this call left no data source behind (the tick
+    source, which always has new input, left out); raise the query's exception if it fails,
+    ``TimeoutError`` after ``timeout`` seconds."""
     deadline = time.time() + timeout
     start = time.time() * 1000
     while True:
@@ -20,19 +22,31 @@ def wait_caught_up(query: Any, timeout: float, ignore: str = "kspark_ticks") -> 
             raise exc
         progress = query.lastProgress
         if progress is not None and _parse_time(progress["timestamp"]) >= start and all(
-                _caught_up(s) for s in progress["sources"] if ignore not in s["description"]):
+                _caught_up(s) for s in progress["sources"] if not _is_tick_source(s)):
             return
         if time.time() > deadline:
             raise TimeoutError(f"input not processed within {timeout} s")
         time.sleep(0.1)
 
 
+def _offsets(source: dict[str, Any], which: str) -> Any:
+    offset = source.get(which)
+    return json.loads(offset) if isinstance(offset, str) else offset
+
+
+def _is_tick_source(source: dict[str, Any]) -> bool:
+    end = _offsets(source, "endOffset")
+    return isinstance(end, dict) and set(end) == {TICK_OFFSET}
+
+
 def _caught_up(source: dict[str, Any]) -> bool:
-    """Whether a source's progress shows nothing left after the batch's end offset (a source
-    that reports no latest offset counts as caught up)."""
-    latest, end = (json.loads(o) if isinstance(o, str) else o
-                   for o in (source.get("latestOffset"), source.get("endOffset")))
-    return latest is None or latest == end
+    """Whether a source's progress shows nothing left after the batch's end offset; a source
+    that reports no latest offset (Spark's simple stream readers, e.g. the file range rows)
+    has caught up once a micro-batch read nothing from it."""
+    latest = _offsets(source, "latestOffset")
+    if latest is None:
+        return not source.get("numInputRows")
+    return bool(latest == _offsets(source, "endOffset"))
 
 
 def _parse_time(text: str) -> float:
@@ -45,8 +59,7 @@ def source_lag(progress: dict[str, Any]) -> int | None:
     offsets per partition) or files (file sources), summed; ``None`` if no source says."""
     total, known = 0, False
     for source in progress.get("sources", []):
-        latest, end = (json.loads(o) if isinstance(o, str) else o
-                       for o in (source.get("latestOffset"), source.get("endOffset")))
+        latest, end = _offsets(source, "latestOffset"), _offsets(source, "endOffset")
         if not isinstance(latest, dict) or not isinstance(end, dict):
             continue
         for name, value in latest.items():

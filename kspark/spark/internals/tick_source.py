@@ -12,6 +12,9 @@ from pyspark.sql.streaming.datasource import ReadLimit
 
 from kspark.spark.internals.wire import KIND_TICK, ROW_DDL, rows_of
 
+#: the tick source's offsets are ``{TICK_OFFSET: n}``
+TICK_OFFSET = "tick"
+
 
 class _TickPartition(InputPartition):
     def __init__(self, tick: int, tasks: list[int], interval: int) -> None:
@@ -42,15 +45,15 @@ class TickStreamReader(DataSourceStreamReader):
         return int(time.time() * 1000) // self.interval
 
     def initialOffset(self) -> dict:
-        return {"tick": self._now_tick()}
+        return {TICK_OFFSET: self._now_tick()}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        return {"tick": self._now_tick()}
+        return {TICK_OFFSET: self._now_tick()}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        if end["tick"] <= start["tick"]:
+        if end[TICK_OFFSET] <= start[TICK_OFFSET]:
             return []
-        return [_TickPartition(end["tick"], self.tasks, self.interval)]
+        return [_TickPartition(end[TICK_OFFSET], self.tasks, self.interval)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         partition = cast(_TickPartition, partition)
