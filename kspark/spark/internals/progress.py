@@ -35,8 +35,10 @@ def _offsets(source: dict[str, Any], which: str) -> Any:
 
 
 def _is_tick_source(source: dict[str, Any]) -> bool:
+    """Whether ``source`` is the tick source: offsets ``{TICK_OFFSET: n}`` (a Kafka topic named
+    like it has ``{topic: {partition: offset}}``)."""
     end = _offsets(source, "endOffset")
-    return isinstance(end, dict) and set(end) == {TICK_OFFSET}
+    return isinstance(end, dict) and len(end) == 1 and type(end.get(TICK_OFFSET)) is int
 
 
 def _caught_up(source: dict[str, Any]) -> bool:
