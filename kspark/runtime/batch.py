@@ -9,6 +9,7 @@ dirty buckets and the task's state.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -31,6 +32,8 @@ from kspark.runtime.task import (
     output_records,
 )
 from kspark.topology.topology import SubTopology, Topology
+
+log = logging.getLogger("kspark.runtime")
 
 __all__ = ["BatchResult", "DictTaskState", "TaskStateBackend", "run_task_batch", "wall_clock_now"]
 
@@ -125,7 +128,9 @@ def run_task_batch(
         if isinstance(records, SourceBatch):
             try:
                 fast = task.process_batch(records, fast=fast_path)
-            except FastPathAborted:
+            except FastPathAborted as aborted:
+                log.warning("%s; the batch of %d records runs again record by record",
+                            aborted, len(records))
                 if spilling is not None:
                     spilling.discard()
                 metrics = Metrics()

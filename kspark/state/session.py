@@ -113,12 +113,49 @@ class InMemorySessionStore(SegmentedStore):
         entry in a segment is removed stays in the segment's sorted keys until the put, so a
         session that moves within its segment does not leave and rejoin them."""
         self._check_writable(key)
+        if len(removed) == 1 and agg is not None and self._move_in_segment(
+                key, removed[0], start, end, agg, timestamp):
+            return
         emptied: list[int] = []
         for e, s in removed:
             self._put(Windowed(key, Window(s, e)), None, timestamp, emptied)
         self._put(Windowed(key, Window(start, end)), agg, timestamp)
         if emptied:
             self._drop_emptied(key, emptied)
+
+    def _move_in_segment(self, key: Any, old: tuple[int, int], start: int, end: int, agg: Any,
+                         timestamp: int) -> bool:
+        """:meth:`replace_sessions` of one session ``old`` (``(end, start)``) by ``[start, end]``
+        in the same live segment, the key's entry there existing: one look-up of the key's
+        entries instead of a remove and a put. ``False``, with nothing done, otherwise."""
+        old_end = old[0]
+        interval, retention = self.segment_interval_ms, self.retention_ms
+        seg = end // interval
+        if old_end // interval != seg:
+            return False
+        # the clocks the remove and then the put would see
+        at_remove = max(self.observed_stream_time, old_end)
+        at_put = max(at_remove, end)
+        if seg < (at_put - retention) // interval or end <= at_put - retention:
+            return False  # expired, or stored but not live: the general path drops and logs
+        bucket = self.bucket_of(key)
+        data = self._bucket(bucket, create=False)
+        segment = None if not data else data.get(seg)
+        subs = None if segment is None else segment.get(key)
+        if subs is None:
+            return False
+        self._observe(at_put)
+        entry = subs.pop(old, None)
+        window = (end, start)
+        prior = subs.get(window)
+        subs[window] = (agg, timestamp)
+        self._touch(bucket)
+        self._changed(Windowed(key, Window(old[1], old_end)),
+                      None if entry is None or old_end <= at_remove - retention else entry[0],
+                      None, timestamp)
+        self._changed(Windowed(key, Window(start, end)), None if prior is None else prior[0],
+                      agg, timestamp)
+        return True
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
         entries = list(changelog)

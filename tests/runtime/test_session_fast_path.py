@@ -354,3 +354,24 @@ def test_late_records_inside_their_sessions_stay_on_the_fast_path(seed, cuts, on
     bounds = sorted({c for c in cuts if c < len(recs)})
     batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
     assert run(topo, batches, True, logged)[:3] == run(topo, batches, False, logged)[:3]
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_sessions_closed_together_are_forwarded_in_key_order(stored):
+    """Sessions of several keys with the same window, closed by one record, are forwarded by
+    key (as the record path's pending closes order them), whatever order the keys came in; with
+    ``stored``, the sessions come from the store rather than from the batch."""
+    keys = ["d", "b", "e", "a", "c"]
+    first = [SourceRecord("in", 0, i, 100, S.serialize(k), J.serialize(1))
+             for i, k in enumerate(keys)]
+    later = [SourceRecord("in", 0, len(keys) + i, 100 + i, S.serialize("z"), J.serialize(1))
+             for i in range(3)] + [SourceRecord("in", 0, 99, 10_000, S.serialize("y"),
+                                                J.serialize(1))]
+    batches = [first, later] if stored else [first + later]
+    topo = topology(50, 10, True, True, "count")
+    fast = run(topo, batches, True)
+    exact = run(topo, batches, False)
+    assert fast[3] == len(first) + len(later)
+    assert fast[:3] == exact[:3]
+    forwarded = [S.deserialize(key[:-16]) for _, key, _, _, _ in fast[0][-2]]
+    assert forwarded == ["a", "b", "c", "d", "e", "z"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from state_models import (
@@ -313,18 +314,8 @@ def test_replace_sessions_is_removes_then_put(
 ) -> None:
     """``replace_sessions`` (a session aggregation's write) leaves, logs, caches, forwards and
     drops exactly what a ``remove`` of each removed session and a ``put`` do."""
-    retention, interval, buckets = config
-    stores, contexts, listeners = [], [], []
-    for _ in range(2):
-        store = InMemorySessionStore("ss", retention, segment_interval_ms=interval,
-                                     num_buckets=buckets, caching=caching)
-        ctx, listener = NullContext(), Recorder()
-        store.init(ctx)
-        store.set_flush_listener(listener)
-        stores.append(store)
-        contexts.append(ctx)
-        listeners.append(listener)
-    one_by_one, bulk = stores
+    pair = _ReplacePair(*config, caching=caching)
+    one_by_one, stores = pair.one_by_one, pair.stores
     clock = 0
     for k, (advance, back, p, q), picks, op in ops:
         clock += advance
@@ -343,17 +334,63 @@ def test_replace_sessions_is_removes_then_put(
             else:
                 e = max(0, end - i * 3)
                 removed.append((e, max(0, e - i)))
+        pair.replace(k, removed, start, end, q, clock)
+
+
+class _ReplacePair:
+    """Two session stores alike: one written with ``remove`` and ``put``, the other with
+    ``replace_sessions``; :meth:`replace` writes both and compares everything they leave."""
+
+    def __init__(self, retention: int, interval: int | None, buckets: int, *,
+                 caching: bool) -> None:
+        self.stores, self.contexts, self.listeners = [], [], []
+        for _ in range(2):
+            store = InMemorySessionStore("ss", retention, segment_interval_ms=interval,
+                                         num_buckets=buckets, caching=caching)
+            ctx, listener = NullContext(), Recorder()
+            store.init(ctx)
+            store.set_flush_listener(listener)
+            self.stores.append(store)
+            self.contexts.append(ctx)
+            self.listeners.append(listener)
+        self.one_by_one, self.bulk = self.stores
+
+    def replace(self, k: str, removed: list[tuple[int, int]], start: int, end: int, agg: Any,
+                clock: int) -> None:
+        one_by_one, bulk = self.one_by_one, self.bulk
         for e, s_ in removed:
             one_by_one.remove(Windowed(k, Window(s_, e)), clock)
-        one_by_one.put(Windowed(k, Window(start, end)), q, clock)
-        bulk.replace_sessions(k, removed, start, end, q, clock)
+        one_by_one.put(Windowed(k, Window(start, end)), agg, clock)
+        bulk.replace_sessions(k, removed, start, end, agg, clock)
         assert bulk._buckets == one_by_one._buckets
         assert bulk._dirty_buckets == one_by_one._dirty_buckets
         assert list(bulk._dirty.items()) == list(one_by_one._dirty.items())
-        assert contexts[1].changelog == contexts[0].changelog
-        assert contexts[1].dropped == contexts[0].dropped
-        assert listeners[1].events == listeners[0].events
+        assert self.contexts[1].changelog == self.contexts[0].changelog
+        assert self.contexts[1].dropped == self.contexts[0].dropped
+        assert self.listeners[1].events == self.listeners[0].events
         assert bulk.observed_stream_time == one_by_one.observed_stream_time
+
+
+@pytest.mark.parametrize("caching", [False, True])
+@pytest.mark.parametrize("removed, start, end", [
+    ([(90, 85)], 95, 120),  # stored but expired (end <= clock - retention), segment live
+    ([(125, 121)], 121, 125),  # the same window again
+    ([(139, 136)], 100, 120),  # not stored, ends after the clock: the clock moves first
+    ([(60, 50)], 60, 120),  # in the segment before (expired)
+    ([(110, 105), (118, 112)], 105, 120),  # two sessions merged
+])
+def test_replace_sessions_shapes(removed: list[tuple[int, int]], start: int, end: int,
+                                 caching: bool) -> None:
+    """``replace_sessions`` of shapes a random run rarely makes: clocks, expiry and segments
+    around the session moved (retention 30 ms, segments of 70 ms, clock at 130)."""
+    pair = _ReplacePair(30, 70, 1, caching=caching)
+    for e, s_ in [(60, 50), (90, 85), (110, 105), (118, 112), (125, 121)]:
+        for store in pair.stores:
+            store.put(Windowed("a", Window(s_, e)), e, e)
+    for store in pair.stores:
+        store.put(Windowed("b", Window(130, 130)), 1, 130)
+        store.flush()
+    pair.replace("a", removed, start, end, 7, 131)
 
 
 # -- changelog rebuild -----------------------------------------------------------------------

@@ -231,13 +231,7 @@ class SessionEmission:
         aggregates = [a for p in parts for a in p[4]]
         # as _closed_sessions forwards them: by record, then (end, start, key)
         keys = self.all_keys
-        try:
-            ranks = np.empty(len(keys), dtype=np.int64)
-            ranks[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
-            order = np.lexsort((ranks[codes], starts, ends, at))
-        except TypeError:  # keys that do not all compare: compare them only on ties
-            order = np.array(sorted(range(len(at)), key=lambda i: (
-                at[i], ends[i], starts[i], keys[codes[i]])), dtype=np.int64)
+        order = _by_key_on_ties(np.lexsort((starts, ends, at)), (at, ends, starts), codes, keys)
         emitted = ends[order]
         columns = RecordColumns(
             WindowedKeys(keys, codes[order], starts[order], emitted),
@@ -263,3 +257,25 @@ class SessionEmission:
         live = np.zeros(len(e), dtype=bool)
         live[inside] = ends[inside] > self.bound[e[inside]]
         return inside & live & (e > created) & (e < removed) & (ends >= self.floor)
+
+
+def _by_key_on_ties(order: np.ndarray, columns: tuple[np.ndarray, ...], codes: np.ndarray,
+                    keys: list[Any]) -> np.ndarray:
+    """``order`` (sorted by ``columns``) with each run of equal ``columns`` values sorted by
+    key (``keys[codes[i]]``): the keys are compared only where the other columns tie, so keys
+    that do not compare with each other fail only if they tie."""
+    if len(order) < 2:
+        return order
+    tie = np.ones(len(order) - 1, dtype=bool)
+    for column in columns:
+        ordered = column[order]
+        tie &= ordered[1:] == ordered[:-1]
+    if not tie.any():
+        return order
+    order = order.copy()
+    starts = np.flatnonzero(tie & ~np.concatenate(([False], tie[:-1])))
+    ends = np.flatnonzero(tie & ~np.concatenate((tie[1:], [False]))) + 2
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        run = order[a:b].tolist()
+        order[a:b] = sorted(run, key=lambda i: keys[codes[i]])
+    return order
