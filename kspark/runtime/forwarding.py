@@ -23,6 +23,9 @@ from kspark.topology.topology import SinkNode, Topology
 
 #: a straight line below a node: its stateless operators (name, processor) and the sink's name
 SinkChain = tuple[list[tuple[str, RecordMapper]], str]
+#: fewer records than this go one at a time: the list machinery costs more than it saves (a
+#: cache flushed after every record, as the test driver commits, forwards one or two changes)
+_LIST_AT_LEAST = 3
 #: what a sink writes one record with: its node, key and value serializers
 _SinkWriter = tuple[SinkNode, Callable[[Any], bytes | None], Callable[[Any], bytes | None]]
 
@@ -74,7 +77,8 @@ class Forwarding:
         """:meth:`forward` each of ``records`` (all timestamped) from ``from_node``, in order;
         a list at a time down a :meth:`sink_chain`."""
         chain = self.sink_chain(from_node)
-        if chain is None or any(r.timestamp is None for r in records):
+        if (chain is None or len(records) < _LIST_AT_LEAST
+                or any(r.timestamp is None for r in records)):
             for record in records:
                 self.forward(from_node, record)
             return
