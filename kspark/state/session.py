@@ -297,9 +297,19 @@ class InMemorySessionStore(SegmentedStore):
             self._check_key(key)
         bound = self.expiry_bound
         lowest = bound + 1 if earliest_end is None or earliest_end <= bound else earliest_end
-        stored = self.raw_sessions(key, self.bucket_of(key))
-        return [(end, start, agg) for end, start, agg, _ in stored
-                if end >= lowest and (latest_start is None or start <= latest_start)]
+        highest = latest_start
+        data = self._bucket(self.bucket_of(key), create=False)
+        if not data:
+            return []
+        out = []
+        for segment in data.values():  # raw_sessions, filtered on the way
+            subs = segment.get(key)
+            if subs:
+                out += [(end, start, entry[0]) for (end, start), entry in subs.items()
+                        if end >= lowest and (highest is None or start <= highest)]
+        if len(out) > 1:
+            out.sort(key=_end_start)
+        return out
 
     def _find(self, key: Any, earliest_end: int | None, latest_start: int | None) -> list[KeyValue]:
         return [KeyValue(Windowed(key, Window(start, end)), agg)
