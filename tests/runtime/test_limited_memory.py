@@ -9,6 +9,7 @@ import logging
 import pickle
 
 import pytest
+from fast_path_log import Aborts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_session_fast_path import (
@@ -36,25 +37,30 @@ LIMITED = {**UNLIMITED, "state.buckets.in.memory": 1}
 
 @pytest.fixture(autouse=True)
 def _quiet():
-    logging.disable(logging.WARNING)
+    drops = logging.getLogger("kspark.task")  # a warning per batch with dropped records
+    level = drops.level
+    drops.setLevel(logging.ERROR)
     yield
-    logging.disable(logging.NOTSET)
+    drops.setLevel(level)
 
 
 def run(topo, batches, settings_=None, fast=True, logged=False, columns=True):
-    """Outputs, changelogs, counters and durable state of running ``batches`` in order."""
+    """Outputs, changelogs, counters and durable state of running ``batches`` in order, and
+    the fast path's aborts."""
     config = StreamsConfig.of(settings_, application_id="limited")
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     outputs, counters = [], []
-    for batch in batches:
-        records = SourceBatch.from_records(batch) if columns else batch
-        result = run_task_batch(topo, sub, 0, records, state, config, wall_clock=lambda: 0,
-                                fast_path=fast, changelog_stores=None if logged else ())
-        outputs.append([(o.topic, o.key, o.value, o.timestamp) for o in result.output])
-        outputs.append(result.changelog)
-        counters.append(dict(result.metrics.counters))
-    return outputs, counters, state_of(state)
+    with Aborts() as aborts:
+        for batch in batches:
+            records = SourceBatch.from_records(batch) if columns else batch
+            result = run_task_batch(topo, sub, 0, records, state, config,
+                                    wall_clock=lambda: 0, fast_path=fast,
+                                    changelog_stores=None if logged else ())
+            outputs.append([(o.topic, o.key, o.value, o.timestamp) for o in result.output])
+            outputs.append(result.changelog)
+            counters.append(dict(result.metrics.counters))
+    return outputs, counters, state_of(state), aborts.messages
 
 
 def without_spill_counts(counters):
@@ -73,6 +79,7 @@ def test_session_aggregation_with_one_bucket_in_memory_equals_unlimited(
     topo = topology(gap, grace, on_close, caching, kind)
     expected = run(topo, batches, UNLIMITED, fast=False, logged=logged)
     actual = run(topo, batches, LIMITED, fast=fast, logged=logged)
+    assert actual[3] == []
     assert actual[0] == expected[0]
     assert without_spill_counts(actual[1]) == expected[1]
     assert actual[2] == expected[2]
@@ -91,6 +98,7 @@ def test_buckets_are_spilled_and_each_batch_path_reads_them_back():
         expected = run(topo, batches, UNLIMITED, fast=False, logged=True)
         for fast in (True, False):
             actual = run(topo, batches, LIMITED, fast=fast, logged=True)
+            assert actual[3] == []
             assert all(c.get("state-buckets-spilled", 0) > 0 for c in actual[1])
             assert actual[0] == expected[0]
             assert actual[2] == expected[2]
@@ -123,6 +131,7 @@ def test_a_read_only_store_restores_with_one_bucket_in_memory():
     batches = [recs[:250], recs[250:]]
     expected = run(topo, batches, UNLIMITED)
     actual = run(topo, batches, LIMITED)
+    assert expected[3] == actual[3] == []
     assert sum(c.get("state-buckets-spilled", 0) for c in actual[1]) > 0
     assert actual[2] == expected[2]
     assert len(actual[2][1]) == 4  # every bucket holds windows

@@ -12,6 +12,7 @@ import random
 
 import numpy as np
 import pytest
+from fast_path_log import Aborts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,17 +32,6 @@ def _quiet():
     drops.setLevel(logging.ERROR)
     yield
     drops.setLevel(level)
-
-
-class Aborts(logging.Handler):
-    """The warnings of a fast path that aborted (and ran its batch again record by record)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
 
 
 def topology(gap: int, grace: int, on_close: bool, caching: bool, kind: str,
@@ -77,10 +67,7 @@ def run(topo, batches, fast: bool, logged: bool = False):
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     outputs, counters, used = [], [], 0
-    aborts = Aborts()
-    runtime_log = logging.getLogger("kspark.runtime")
-    runtime_log.addHandler(aborts)
-    try:
+    with Aborts() as aborts:
         for batch in batches:
             result = run_task_batch(topo, sub, 0, SourceBatch.from_records(batch), state,
                                     config, wall_clock=lambda: 0, fast_path=fast,
@@ -90,8 +77,6 @@ def run(topo, batches, fast: bool, logged: bool = False):
             outputs.append(result.changelog)
             counters.append(dict(result.metrics.counters))
             used += result.fast_records
-    finally:
-        runtime_log.removeHandler(aborts)
     return outputs, counters, state_of(state), used, aborts.messages
 
 
