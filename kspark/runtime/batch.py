@@ -35,6 +35,21 @@ from kspark.topology.topology import SubTopology, Topology
 
 log = logging.getLogger("kspark.runtime")
 
+#: the causes of fast-path aborts already logged as a warning (each once per process)
+_WARNED: set[str] = set()
+
+
+def _log_abort(aborted: FastPathAborted, records: int) -> None:
+    """Log that a batch runs again record by record: a warning the first time for its cause
+    (the exception's type, or the reason a processor declined), DEBUG after that."""
+    cause = aborted.__cause__
+    reason = type(cause).__name__ if cause is not None else str(aborted).split(": ", 1)[-1]
+    first = reason not in _WARNED
+    _WARNED.add(reason)
+    log.log(logging.WARNING if first else logging.DEBUG,
+            "%s; the batch of %d records runs again record by record%s", aborted, records,
+            " (later aborts of this cause are logged at DEBUG)" if first else "")
+
 __all__ = ["BatchResult", "DictTaskState", "TaskStateBackend", "run_task_batch", "wall_clock_now"]
 
 
@@ -129,8 +144,7 @@ def run_task_batch(
             try:
                 fast = task.process_batch(records, fast=fast_path)
             except FastPathAborted as aborted:
-                log.warning("%s; the batch of %d records runs again record by record",
-                            aborted, len(records))
+                _log_abort(aborted, len(records))
                 if spilling is not None:
                     spilling.discard()
                 metrics = Metrics()

@@ -8,19 +8,23 @@ import logging
 
 
 class Aborts(logging.Handler):
-    """The abort warnings logged while in a ``with``."""
+    """The aborts logged while in a ``with`` (a warning the first time for each cause, DEBUG
+    after that: both are taken)."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.messages: list[str] = []
         self.logger = logging.getLogger("kspark.runtime")
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        if "runs again record by record" in record.getMessage():
+            self.messages.append(record.getMessage())
 
     def __enter__(self) -> Aborts:
+        self.saved_level, self.logger.level = self.logger.level, logging.DEBUG
         self.logger.addHandler(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.logger.removeHandler(self)
+        self.logger.setLevel(self.saved_level)

@@ -190,6 +190,40 @@ def test_user_function_failure_reports_like_the_record_path():
     assert "offset 7" in messages[0]
 
 
+def test_a_fast_path_abort_is_a_warning_once_per_cause(caplog):
+    """A batch whose fast path fails (a user function raising) runs again record by record;
+    the first such abort of a cause is a warning naming it, later ones are DEBUG lines."""
+
+    class Unlucky(Exception):
+        pass
+
+    def agg(key, value, total):
+        if value == 13:
+            raise Unlucky("thirteen")
+        return total + value
+
+    b = StreamsBuilder()
+    (b.stream("in", S, J).group_by_key(S, J)
+     .windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 5))
+     .aggregate(lambda: 0, agg, lambda k, a, b2: a + b2).to_stream()
+     .to("out", serdes.SessionWindowed(S), J))
+    topo = b.build()
+    recs = [SourceRecord("in", 0, i, i, S.serialize("k"), J.serialize(13 if i == 7 else 1))
+            for i in range(20)]
+    caplog.set_level(logging.DEBUG, logger="kspark.runtime")
+    levels = []
+    for _ in range(2):
+        caplog.clear()
+        with pytest.raises(Exception, match="thirteen"):
+            run(topo, [recs], True)
+        aborts = [r for r in caplog.records if "runs again record by record" in r.getMessage()]
+        assert len(aborts) == 1
+        assert "Unlucky: thirteen" in aborts[0].getMessage()
+        assert "batch of 20 records" in aborts[0].getMessage()
+        levels.append(aborts[0].levelno)
+    assert levels == [logging.WARNING, logging.DEBUG]
+
+
 def test_source_batch_round_trip():
     recs = [SourceRecord("a" if i % 3 else "b", i % 2, i, 100 - i, b"k", None) for i in range(7)]
     batch = SourceBatch.from_records(recs)
