@@ -33,6 +33,8 @@ from kspark.runtime.task import (
 )
 from kspark.topology.topology import SubTopology, Topology
 
+__all__ = ["BatchResult", "DictTaskState", "TaskStateBackend", "run_task_batch", "wall_clock_now"]
+
 log = logging.getLogger("kspark.runtime")
 
 #: the causes of fast-path aborts already logged as a warning (each once per process)
@@ -49,8 +51,6 @@ def _log_abort(aborted: FastPathAborted, records: int) -> None:
     log.log(logging.WARNING if first else logging.DEBUG,
             "%s; the batch of %d records runs again record by record%s", aborted, records,
             " (later aborts of this cause are logged at DEBUG)" if first else "")
-
-__all__ = ["BatchResult", "DictTaskState", "TaskStateBackend", "run_task_batch", "wall_clock_now"]
 
 
 @dataclass
