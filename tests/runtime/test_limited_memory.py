@@ -9,9 +9,9 @@ import logging
 import pickle
 
 import pytest
-from fast_path_log import Aborts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from log_lines import aborts
 from test_session_fast_path import (
     J,
     S,
@@ -51,7 +51,7 @@ def run(topo, batches, settings_=None, fast=True, logged=False, columns=True):
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     outputs, counters = [], []
-    with Aborts() as aborts:
+    with aborts() as aborted:
         for batch in batches:
             records = SourceBatch.from_records(batch) if columns else batch
             result = run_task_batch(topo, sub, 0, records, state, config,
@@ -60,7 +60,7 @@ def run(topo, batches, settings_=None, fast=True, logged=False, columns=True):
             outputs.append([(o.topic, o.key, o.value, o.timestamp) for o in result.output])
             outputs.append(result.changelog)
             counters.append(dict(result.metrics.counters))
-    return outputs, counters, state_of(state), aborts.messages
+    return outputs, counters, state_of(state), aborted.messages
 
 
 def without_spill_counts(counters):

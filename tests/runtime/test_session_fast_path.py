@@ -12,9 +12,9 @@ import random
 
 import numpy as np
 import pytest
-from fast_path_log import Aborts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from log_lines import aborts, drop_details
 
 from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
 from kspark.config import StreamsConfig
@@ -67,7 +67,7 @@ def run(topo, batches, fast: bool, logged: bool = False):
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     outputs, counters, used = [], [], 0
-    with Aborts() as aborts:
+    with aborts() as aborted:
         for batch in batches:
             result = run_task_batch(topo, sub, 0, SourceBatch.from_records(batch), state,
                                     config, wall_clock=lambda: 0, fast_path=fast,
@@ -77,7 +77,7 @@ def run(topo, batches, fast: bool, logged: bool = False):
             outputs.append(result.changelog)
             counters.append(dict(result.metrics.counters))
             used += result.fast_records
-    return outputs, counters, state_of(state), used, aborts.messages
+    return outputs, counters, state_of(state), used, aborted.messages
 
 
 records_strategy = st.lists(
@@ -335,33 +335,11 @@ def late_inside_sessions(rnd, gap: int, grace: int, continued: bool) -> list[Sou
             for i, (_, ts, key) in enumerate(events)]
 
 
-class DropDetails(logging.Handler):
-    """The detail of each dropped record (the drop log's DEBUG lines), while in a ``with``."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.details: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno == logging.DEBUG:
-            self.details.append(record.getMessage())
-
-    def __enter__(self) -> DropDetails:
-        self.logger = logging.getLogger("kspark.task")
-        self.level, self.logger.level = self.logger.level, logging.DEBUG
-        self.logger.addHandler(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.logger.removeHandler(self)
-        self.logger.setLevel(self.level)
-
-
 def run_logging_drops(topo, batches, fast: bool, logged: bool):
     """:func:`run`'s results and the details of the records dropped, in sorted order."""
-    with DropDetails() as drops:
+    with drop_details() as drops:
         result = run(topo, batches, fast, logged)
-    return (*result, sorted(drops.details))
+    return (*result, sorted(drops.messages))
 
 
 @settings(max_examples=examples(200), deadline=None,
