@@ -5,20 +5,25 @@ every 60 s of stream time).
     .venv/bin/python benchmarks/driver_punctuated_kv.py --records 200000 --repeat 3
 
 Prints records/s of each run (piping serialized input, processing, punctuating and committing
-after every record, as the driver does) and the best run.
+after every record, as the driver does) and the best run; with ``--kafka-streams`` also Kafka
+Streams 4.3.1's own ``TopologyTestDriver`` on the same clicks (``kspark.anchor.DriverClickCounter``
+of ``benchmarks/kafka-streams-anchor/``, the example's processor in Java), side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+
+from kafka_streams_anchor import run_test_driver
 
 from kspark import serdes
 from kspark.examples import click_counter
 from kspark.testing import TopologyTestDriver
 
 
-def run(records: list[tuple[str, dict, int]]) -> tuple[float, int, dict[str, int]]:
+def run(records: tuple[tuple[str, dict, int], ...]) -> tuple[float, int, dict[str, int]]:
     """Pipe ``records``; return (seconds, output records, metrics)."""
     with TopologyTestDriver(click_counter.topology()) as driver:
         pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
@@ -35,8 +40,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kafka-streams", action="store_true",
+                        help="also Kafka Streams' own TopologyTestDriver on the same clicks")
     args = parser.parse_args()
-    records = list(click_counter.generate_clicks(args.records, users=args.users))
+    # a tuple: once the collector stops tracking it, the input adds nothing to its collections
+    records = tuple(click_counter.generate_clicks(args.records, users=args.users))
     best = 0.0
     for i in range(args.repeat):
         elapsed, out, metrics = run(records)
@@ -47,6 +55,17 @@ def main() -> None:
             f"{rate:,.0f} rec/s; {out} records out, {metrics['punctuate-total']} punctuations"
         )
     print(f"driver_punctuated_kv best: {best:,.0f} rec/s")
+    if args.kafka_streams:
+        rows = ((user, json.dumps(click), ts) for user, click, ts in records)
+        theirs = 0.0
+        for i, (n, seconds, their_out) in enumerate(
+                run_test_driver("DriverClickCounter", rows, str(args.repeat))):
+            rate = int(n) / float(seconds)
+            theirs = max(theirs, rate)
+            print(f"Kafka Streams run {i + 1}: {rate:,.0f} rec/s; {their_out} records out"
+                  + ("" if int(their_out) == out else f" (kspark: {out})"))
+        print(f"Kafka Streams TopologyTestDriver best: {theirs:,.0f} rec/s; kspark "
+              f"{best / theirs:.2f}x")
 
 
 if __name__ == "__main__":

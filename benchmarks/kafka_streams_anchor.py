@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,6 +55,24 @@ def jar_path() -> Path:
                          announce="building the Kafka Streams application (once; cached)")
     except BuildError as exc:
         raise AnchorError(str(exc)) from exc
+
+
+def run_test_driver(main_class: str, rows: Iterable[tuple[Any, ...]], *args: str
+                    ) -> list[list[str]]:
+    """Run ``kspark.anchor.<main_class>``, a benchmark in Kafka Streams' own
+    ``TopologyTestDriver``, on ``rows`` (written one a line, tab-separated, to a file it reads
+    first) with ``args`` after the file's path; the fields of each ``run ...`` line it prints."""
+    with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
+        f.writelines("\t".join(map(str, row)) + "\n" for row in rows)
+    try:
+        proc = subprocess.run(
+            ["java", *JVM_OPTIONS, "-cp", str(jar_path()), f"kspark.anchor.{main_class}",
+             f.name, *args], capture_output=True, text=True, check=False)
+    finally:
+        os.remove(f.name)
+    if proc.returncode != 0:
+        raise AnchorError(f"{main_class} exited with code {proc.returncode}:\n{proc.stderr}")
+    return [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("run ")]
 
 
 class KafkaStreamsApp:

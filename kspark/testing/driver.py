@@ -23,11 +23,12 @@ from kspark.runtime.task import OutputBlock, OutputRecord, Task
 from kspark.serdes import Serde, as_serde, serializer_of
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
+from kspark.testing.chunked_queue import ChunkedQueue
 from kspark.topology.topology import Topology
 from kspark.windows import Window, Windowed
 
-#: an unread record of an output topic: key, value, timestamp and headers. A plain tuple: the
-#: garbage collector stops tracking it, so many unread records cause no full collections
+#: an unread record of an output topic: key, value, timestamp and headers (a plain tuple, kept
+#: in a :class:`ChunkedQueue`: many unread records cost the garbage collector next to nothing)
 _Unread = tuple[bytes | None, bytes | None, int, Headers]
 #: the changelog entries are taken from the tasks every this many records + 1 of a topic:
 #: before the collector moves them to its oldest generation, not at a cost every record
@@ -63,15 +64,15 @@ class TopologyTestDriver:
         self._wall_clock = to_ms(initial_wall_clock_ms, "initial wall clock")
         self._metrics = Metrics()
         self._offsets: dict[str, int] = {}
-        self._outputs: dict[str, deque[_Unread]] = {}
+        self._outputs: dict[str, ChunkedQueue[_Unread]] = {}
         self._changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
         #: changelog entries taken from the tasks but not yet read, flat (see _keep_changelogs)
-        self._flat_changelogs: dict[str, list[tuple[Any, ...]]] = {}
+        self._flat_changelogs: dict[str, ChunkedQueue[tuple[Any, ...]]] = {}
         self._changelog_read: dict[str, int] = {}  # store -> entries already on its topic
         self.tasks: list[Task] = []
         self._readers: dict[str, Task | None] = {}
         #: topic -> (whether the topology reads it, its output queue or ``None`` if internal)
-        self._routes: dict[str, tuple[bool, deque[_Unread] | None]] = {}
+        self._routes: dict[str, tuple[bool, ChunkedQueue[_Unread] | None]] = {}
         for st in topology.sub_topologies():
             task = Task(
                 topology,
@@ -135,27 +136,29 @@ class TopologyTestDriver:
         for store, flat in self._flat_changelogs.items():
             self._changelogs.setdefault(store, []).extend(
                 [(Windowed(e[0], Window(e[1], e[2])), e[3], e[4]) if len(e) == 5 else e
-                 for e in flat])
+                 for e in flat.take_all()])
         self._flat_changelogs = {}
         return self._changelogs
 
     def _keep_changelogs(self) -> None:
         """Take the tasks' changelog entries, a windowed key's fields inlined: a tuple of
-        plain values, the garbage collector stops tracking it, so a long run's changelog sets
-        off no full collections (a ``Windowed`` key is two tracked objects per entry)."""
+        plain values, which the garbage collector stops tracking (a ``Windowed`` key is two
+        tracked objects per entry), kept in a :class:`ChunkedQueue`."""
         for task in self.tasks:
             if task.changelog:
                 for store, entries in task.drain_changelog().items():
                     kept = self._flat_changelogs.get(store)
                     if kept is None:
-                        kept = self._flat_changelogs[store] = []
-                    kept += [(k.key, k.window.start, k.window.end, v, t)
-                             if type(k) is Windowed else (k, v, t) for k, v, t in entries]
+                        kept = self._flat_changelogs[store] = ChunkedQueue()
+                    kept.extend([(k.key, k.window.start, k.window.end, v, t)
+                                 if type(k) is Windowed else (k, v, t) for k, v, t in entries])
 
-    def _output_queue(self, topic: str) -> deque[_Unread]:
+    def _output_queue(self, topic: str) -> ChunkedQueue[_Unread]:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
         (:class:`~kspark.state.internals.changelog.ChangelogCodec`) when its topic is read."""
-        queue = self._outputs.setdefault(topic, deque())
+        queue = self._outputs.get(topic)
+        if queue is None:
+            queue = self._outputs[topic] = ChunkedQueue()
         stores = [s for s in self.topology.store_builders if self.changelog_topic(s) == topic]
         if stores:
             changelogs = self.changelogs
@@ -236,12 +239,12 @@ class TopologyTestDriver:
             for out in self._collect():
                 self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)
 
-    def _route(self, topic: str) -> tuple[bool, deque[_Unread] | None]:
+    def _route(self, topic: str) -> tuple[bool, ChunkedQueue[_Unread] | None]:
         """Whether the topology reads ``topic``, and its output queue (``None``: internal)."""
         route = self._routes[topic] = (
             self._reader(topic) is not None,
             None if topic in self.topology.internal_topics
-            else self._outputs.setdefault(topic, deque()),
+            else self._outputs.setdefault(topic, ChunkedQueue()),
         )
         return route
 
@@ -385,7 +388,7 @@ class TestOutputTopic:
         self.driver, self.topic = driver, topic
         self.key_serde, self.value_serde = key_serde, value_serde
 
-    def _queue(self) -> deque[_Unread]:
+    def _queue(self) -> ChunkedQueue[_Unread]:
         return self.driver._output_queue(self.topic)
 
     def read_record(self) -> TestRecord:
