@@ -76,14 +76,15 @@ def part_topology(gap: int, grace: int, logged: bool, sink: bool) -> Any:
     return builder.build()
 
 
-def run_kafka_streams(frame: pd.DataFrame, gap: int, grace: int, on_close: bool, repeat: int
-                      ) -> list[dict[str, float]]:
-    """Kafka Streams' TopologyTestDriver on the same events (one JVM, ``repeat`` runs): per
-    run its seconds, records written, sessions stored at the end and records dropped."""
+def run_kafka_streams(frame: pd.DataFrame, gap: int, grace: int, on_close: bool, repeat: int,
+                      store: str) -> list[dict[str, float]]:
+    """Kafka Streams' TopologyTestDriver on the same events (one JVM, ``repeat`` runs, its DSL
+    stores of type ``store``): per run its seconds, records written, sessions stored at the end
+    and records dropped."""
     runs = []
     for _, records, seconds, out, stored, dropped in run_test_driver(
             "DriverSessionCount", events(frame), str(gap), str(grace),
-            "close" if on_close else "update", str(repeat)):
+            "close" if on_close else "update", str(repeat), store):
         if int(records) != len(frame):
             raise RuntimeError(f"Kafka Streams' driver read {records} of {len(frame)} events")
         runs.append({"seconds": float(seconds), "out": int(out), "stored": int(stored),
@@ -128,6 +129,9 @@ def main() -> None:
                         help="also the count on update without its changelog, its sink, both")
     parser.add_argument("--kafka-streams", action="store_true",
                         help="also Kafka Streams' own TopologyTestDriver on the same records")
+    parser.add_argument("--kafka-streams-store", choices=["rocksdb", "in_memory"],
+                        default="rocksdb", help="Kafka Streams' DSL store type (its default: "
+                        "rocksdb; kspark's stores are in memory)")
     args = parser.parse_args()
     gen = load_gen()
     frame = pd.read_parquet(gen.make(args.records, args.keys))
@@ -157,14 +161,15 @@ def main() -> None:
             )
         print(f"driver_session_count {name} best: {best:,.0f} rec/s")
         if args.kafka_streams:
-            runs = run_kafka_streams(frame, gen.GAP_MS, gen.GRACE_MS, on_close, args.repeat)
+            runs = run_kafka_streams(frame, gen.GAP_MS, gen.GRACE_MS, on_close, args.repeat,
+                                     args.kafka_streams_store)
             for i, r in enumerate(runs):
                 print(f"Kafka Streams {name} run {i + 1}: {len(frame) / r['seconds']:,.0f} "
                       f"rec/s; {r['out']} records out, {r['stored']} sessions stored at end, "
                       f"{r['dropped']} dropped")
             theirs = max(len(frame) / r["seconds"] for r in runs)
-            print(f"Kafka Streams TopologyTestDriver {name} best: {theirs:,.0f} rec/s; kspark "
-                  f"{best / theirs:.2f}x")
+            print(f"Kafka Streams TopologyTestDriver ({args.kafka_streams_store} store) {name} "
+                  f"best: {theirs:,.0f} rec/s; kspark {best / theirs:.2f}x")
             outs = {(r["out"], r["dropped"]) for r in runs}
             if outs != {(figures["out"], figures["dropped"])}:
                 print(f"  records out (dropped): kspark {figures['out']} "

@@ -3,6 +3,7 @@ package kspark.anchor;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
@@ -16,6 +17,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.SessionStore;
 
@@ -36,8 +38,10 @@ import java.util.Properties;
  * {@code sessions} (session-windowed String key, Long count), emit on update or on window close.
  * The driver processes and commits after every record, as kspark's driver does.
  *
- * <p>Usage: {@code DriverSessionCount <events file> <gap ms> <grace ms> <update|close> <runs>}.
- * The events file has one event per line, {@code key<TAB>value<TAB>timestamp}, in arrival order.
+ * <p>Usage: {@code DriverSessionCount <events file> <gap ms> <grace ms> <update|close> <runs>
+ * <rocksdb|in_memory>}: the last, the DSL's store type ({@code default.dsl.store}; Kafka Streams'
+ * default is rocksdb). The events file has one event per line, {@code key<TAB>value<TAB>timestamp},
+ * in arrival order.
  * Each run pipes every event through a fresh driver and prints one line: {@code run <emit>
  * <records> <seconds> <records out> <sessions stored at end> <dropped>}.
  */
@@ -48,9 +52,9 @@ public final class DriverSessionCount {
     }
 
     public static void main(String[] args) throws IOException {
-        if (args.length != 5) {
+        if (args.length != 6) {
             System.err.println("usage: DriverSessionCount <events file> <gap ms> <grace ms> "
-                    + "<update|close> <runs>");
+                    + "<update|close> <runs> <rocksdb|in_memory>");
             System.exit(2);
         }
         int n = countLines(Path.of(args[0]));
@@ -63,7 +67,7 @@ public final class DriverSessionCount {
         boolean onClose = args[3].equals("close");
         int runs = Integer.parseInt(args[4]);
         for (int run = 0; run < runs; run++) {
-            runOnce(keys, values, stamps, gap, grace, onClose);
+            runOnce(keys, values, stamps, gap, grace, onClose, args[5]);
         }
     }
 
@@ -77,7 +81,7 @@ public final class DriverSessionCount {
         if (onClose) {
             sessions = sessions.emitStrategy(EmitStrategy.onWindowClose());
         }
-        sessions.count(Materialized.<String, Long, SessionStore<org.apache.kafka.common.utils.Bytes, byte[]>>as(STORE)
+        sessions.count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as(STORE)
                         .withKeySerde(Serdes.String()))
                 .toStream()
                 .to("sessions", Produced.with(
@@ -86,8 +90,11 @@ public final class DriverSessionCount {
     }
 
     static void runOnce(String[] keys, long[] values, long[] stamps, long gap, long grace,
-                        boolean onClose) {
+                        boolean onClose, String storeType) {
         Properties props = new Properties();
+        props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, storeType.equals("in_memory")
+                ? BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class
+                : BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers.class);
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "driver-session-count");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
         try (TopologyTestDriver driver = new TopologyTestDriver(
