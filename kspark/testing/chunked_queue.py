@@ -27,35 +27,37 @@ class ChunkedQueue(Generic[T]):
         self._reset()
 
     def _reset(self) -> None:
-        self._chunks: deque[tuple[T, ...]] = deque()
-        self._tail: list[T] = []
-        self._head: tuple[T, ...] = ()
+        self._head: tuple[T, ...] = ()  # the chunk being read
         self._next = 0  # position of the oldest unread record in _head
-        self._size = 0
+        self._chunks: deque[tuple[T, ...]] = deque()  # full chunks, oldest first
+        self._in_chunks = 0  # records in _chunks
+        self._tail: list[T] = []  # the newest records, fewer than CHUNK
 
     def append(self, item: T) -> None:
         tail = self._tail
         tail.append(item)
-        self._size += 1
         if len(tail) >= CHUNK:
-            self._chunks.append(tuple(tail))
-            self._tail = []
+            self._seal()
 
     def extend(self, items: Iterable[T]) -> None:
+        self._tail.extend(items)
+        if len(self._tail) >= CHUNK:
+            self._seal()
+
+    def _seal(self) -> None:
+        """Move the tail's full chunks to the chunks."""
         tail = self._tail
-        before = len(tail)
-        tail.extend(items)
-        self._size += len(tail) - before
-        if len(tail) >= CHUNK:
-            full = len(tail) - len(tail) % CHUNK
-            self._chunks.extend(tuple(tail[i:i + CHUNK]) for i in range(0, full, CHUNK))
-            self._tail = tail[full:]
+        full = len(tail) - len(tail) % CHUNK
+        self._chunks.extend(tuple(tail[i:i + CHUNK]) for i in range(0, full, CHUNK))
+        self._in_chunks += full
+        self._tail = tail[full:]
 
     def popleft(self) -> T:
         """The oldest record, taken off the queue; ``IndexError`` when it is empty."""
         if self._next >= len(self._head):
             if self._chunks:
                 self._head = self._chunks.popleft()
+                self._in_chunks -= len(self._head)
             elif self._tail:
                 self._head, self._tail = tuple(self._tail), []
             else:
@@ -63,7 +65,6 @@ class ChunkedQueue(Generic[T]):
             self._next = 0
         item = self._head[self._next]
         self._next += 1
-        self._size -= 1
         return item
 
     def take_all(self) -> list[T]:
@@ -76,7 +77,7 @@ class ChunkedQueue(Generic[T]):
         return out
 
     def __len__(self) -> int:
-        return self._size
+        return len(self._head) - self._next + self._in_chunks + len(self._tail)
 
     def __bool__(self) -> bool:
-        return self._size > 0
+        return self._next < len(self._head) or bool(self._chunks) or bool(self._tail)
