@@ -17,6 +17,7 @@ import json
 import time
 
 from kafka_streams_anchor import run_test_driver
+from machine import Steal, load_text
 
 from kspark import serdes
 from kspark.examples import click_counter
@@ -45,6 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     # a tuple: once the collector stops tracking it, the input adds nothing to its collections
     records = tuple(click_counter.generate_clicks(args.records, users=args.users))
+    steal = Steal()
     best = 0.0
     for i in range(args.repeat):
         elapsed, out, metrics = run(records)
@@ -66,6 +68,7 @@ def main() -> None:
                   + ("" if int(their_out) == out else f" (kspark: {out})"))
         print(f"Kafka Streams TopologyTestDriver best: {theirs:,.0f} rec/s; kspark "
               f"{best / theirs:.2f}x")
+    print(f"CPU {Steal.text(steal.fraction())}, {load_text()}")
 
 
 if __name__ == "__main__":

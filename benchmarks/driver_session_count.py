@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 from kafka_streams_anchor import run_test_driver
+from machine import Steal, load_text
 from session_workload import load_gen, session_count_topology
 
 from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
@@ -135,6 +136,7 @@ def main() -> None:
     args = parser.parse_args()
     gen = load_gen()
     frame = pd.read_parquet(gen.make(args.records, args.keys))
+    steal = Steal()
     if args.baselines:
         for kind, name in (("pass", "source into sink"), ("count", "key-value count+caching")):
             best = max(len(frame) / run_baseline(frame, kind) for _ in range(args.repeat))
@@ -177,6 +179,7 @@ def main() -> None:
                       + ", ".join(f"{o} ({d})" for o, d in sorted(outs))
                       + (" (on close Kafka Streams' store can drop a session before it is "
                          "emitted: README, deviations on purpose)" if on_close else ""))
+    print(f"CPU {Steal.text(steal.fraction())}, {load_text()}")
 
 
 if __name__ == "__main__":
