@@ -23,7 +23,7 @@ from kspark.runtime.task import OutputBlock, OutputRecord, Task
 from kspark.serdes import Serde, as_serde, serializer_of
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
-from kspark.testing.chunked_queue import ChunkedQueue
+from kspark.testing.internals.chunked_queue import ChunkedQueue
 from kspark.topology.topology import Topology
 from kspark.windows import Window, Windowed
 

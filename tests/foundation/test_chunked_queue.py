@@ -1,5 +1,5 @@
-"""The test driver's kept records (kspark.testing.chunked_queue): a first-in first-out queue
-whose records the garbage collector stops visiting one by one."""
+"""The test driver's kept records (``kspark.testing.internals.chunked_queue``): a first-in
+first-out queue whose records the garbage collector stops visiting one by one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kspark import Materialized, StreamsBuilder, serdes
 from kspark.testing import TopologyTestDriver
-from kspark.testing.chunked_queue import CHUNK, ChunkedQueue
+from kspark.testing.internals.chunked_queue import CHUNK, ChunkedQueue
 
 # an operation: ("append", n), ("extend", n) of n new records, ("pop", k) k times, ("take", 0)
 _ops = st.lists(st.one_of(
