@@ -156,9 +156,7 @@ class TopologyTestDriver:
     def _output_queue(self, topic: str) -> ChunkedQueue[_Unread]:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
         (:class:`~kspark.state.internals.changelog.ChangelogCodec`) when its topic is read."""
-        queue = self._outputs.get(topic)
-        if queue is None:
-            queue = self._outputs[topic] = ChunkedQueue()
+        queue = self._unread(topic)
         stores = [s for s in self.topology.store_builders if self.changelog_topic(s) == topic]
         if stores:
             changelogs = self.changelogs
@@ -243,10 +241,16 @@ class TopologyTestDriver:
         """Whether the topology reads ``topic``, and its output queue (``None``: internal)."""
         route = self._routes[topic] = (
             self._reader(topic) is not None,
-            None if topic in self.topology.internal_topics
-            else self._outputs.setdefault(topic, ChunkedQueue()),
+            None if topic in self.topology.internal_topics else self._unread(topic),
         )
         return route
+
+    def _unread(self, topic: str) -> ChunkedQueue[_Unread]:
+        """The queue of ``topic``'s unread records (made on first use)."""
+        queue = self._outputs.get(topic)
+        if queue is None:
+            queue = self._outputs[topic] = ChunkedQueue()
+        return queue
 
     def _collect(self) -> list[OutputRecord]:
         """Move task outputs to output topics; return those the topology reads itself.
