@@ -57,6 +57,17 @@ def jar_path() -> Path:
         raise AnchorError(str(exc)) from exc
 
 
+def run_main(main_class: str, *args: str) -> list[str]:
+    """Run ``kspark.anchor.<main_class>`` with ``args`` in a JVM of its own, to its end; the
+    lines it printed."""
+    proc = subprocess.run(
+        ["java", *JVM_OPTIONS, "-cp", str(jar_path()), f"kspark.anchor.{main_class}", *args],
+        capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AnchorError(f"{main_class} exited with code {proc.returncode}:\n{proc.stderr}")
+    return proc.stdout.splitlines()
+
+
 def run_test_driver(main_class: str, rows: Iterable[tuple[Any, ...]], *args: str
                     ) -> list[list[str]]:
     """Run ``kspark.anchor.<main_class>``, a benchmark in Kafka Streams' own
@@ -65,14 +76,10 @@ def run_test_driver(main_class: str, rows: Iterable[tuple[Any, ...]], *args: str
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
         f.writelines("\t".join(map(str, row)) + "\n" for row in rows)
     try:
-        proc = subprocess.run(
-            ["java", *JVM_OPTIONS, "-cp", str(jar_path()), f"kspark.anchor.{main_class}",
-             f.name, *args], capture_output=True, text=True, check=False)
+        lines = run_main(main_class, f.name, *args)
     finally:
         os.remove(f.name)
-    if proc.returncode != 0:
-        raise AnchorError(f"{main_class} exited with code {proc.returncode}:\n{proc.stderr}")
-    return [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("run ")]
+    return [line.split()[1:] for line in lines if line.startswith("run ")]
 
 
 class KafkaStreamsApp:

@@ -6,7 +6,11 @@ of kspark records per micro-batch; with ``--source kafka`` a compacted topic of 
 Apache Kafka broker, as A's Kafka sink writes it), for seed 004's store: event counts per
 "user|type" in 24-hour windows kept 30 days. B is a topology with only the read-only store; the
 time runs from ``StreamsApp.start`` until every changelog record has been processed and
-committed. ``--warm-up N`` first restores another view in the same Spark session.
+committed. ``--warm-up N`` first restores another view in the same Spark session. With
+``--source kafka --kafka-streams``, Kafka Streams 4.3.1 then restores the same store from the
+same topic (``kspark.anchor.RestoreWindowStore`` of ``benchmarks/kafka-streams-anchor/``: an
+application whose logged RocksDB window store has that topic as its changelog, started on an
+empty state directory), side by side.
 
     .venv/bin/python benchmarks/restore_changelog.py --records 1000000
     .venv/bin/python benchmarks/restore_changelog.py --source kafka --warm-up 100000
@@ -23,6 +27,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from kafka_streams_anchor import run_main
 from machine import Steal, load_text
 from spark_stages import UI_CONF, print_stage_summary
 
@@ -123,6 +128,24 @@ def restore_in_process(topology: Any, path: str, topic: str, partitions: int) ->
     return time.time() - t0
 
 
+def kafka_streams_restore(bootstrap: str, partitions: int, workdir: str) -> dict[str, float]:
+    """Kafka Streams restoring the store ``event-counts`` of application ``event-counter`` from
+    its changelog topic, with two stream threads: records restored, seconds from ``start()``
+    to RUNNING, seconds of the restores themselves, windows in the store after."""
+    from kspark.kafka import TopicSpec, ensure_topics
+
+    ensure_topics(bootstrap, [TopicSpec("event-counter-events", partitions)])
+    for line in run_main("RestoreWindowStore", bootstrap, "event-counter", "event-counts",
+                         "event-counter-events", os.path.join(workdir, "kafka-streams-state"),
+                         str(30 * DAY), str(DAY), "2"):
+        what, *fields = line.split()
+        if what == "restored":
+            records, to_running, restoring, windows = fields
+            return {"records": int(records), "to_running": float(to_running),
+                    "restoring": float(restoring), "windows": int(windows)}
+    raise RuntimeError("Kafka Streams' restore printed no result")
+
+
 def _restore(args: argparse.Namespace, spark: Any, location: Any, topic: str, app_id: str,
              checkpoint: str) -> float:
     """Seconds from B's start until its view has every changelog record of ``location``."""
@@ -171,7 +194,11 @@ def main() -> None:
                         help="print where the Spark job's time goes, stage by stage")
     parser.add_argument("--in-process", action="store_true",
                         help="also time the task code alone, without Spark")
+    parser.add_argument("--kafka-streams", action="store_true",
+                        help="with --source kafka: Kafka Streams restores the same store too")
     args = parser.parse_args()
+    if args.kafka_streams and args.source != "kafka":
+        parser.error("--kafka-streams needs --source kafka")
 
     from kspark import Stores, Topology, io
     from kspark.kafka import EmbeddedBroker
@@ -212,6 +239,15 @@ def main() -> None:
               f"{args.partitions} partitions; {Steal.text(steal.fraction())}, {load_text()}")
         if args.stages:
             print_stage_summary(spark)
+        if broker is not None and args.kafka_streams:
+            steal = Steal()
+            theirs = kafka_streams_restore(broker.bootstrap_servers, args.partitions, root)
+            print(f"Kafka Streams restored {theirs['records']:,} changelog records in "
+                  f"{theirs['to_running']:.1f} s from start() to RUNNING "
+                  f"({theirs['records'] / theirs['to_running']:,.0f} records/s; the restores "
+                  f"themselves {theirs['restoring']:.1f} s), {theirs['windows']:,} windows in "
+                  f"its store; kspark {theirs['to_running'] / restore_s:.2f}x; "
+                  f"{Steal.text(steal.fraction())}, {load_text()}")
         if args.in_process:
             if broker is not None:
                 write_changelog(path, args.records, args.files, args.partitions, seed=1)
