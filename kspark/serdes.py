@@ -391,6 +391,15 @@ class Pickle(Serde):
     def _deserialize(self, data: bytes) -> Any:
         return pickle.loads(data)  # internal topics only
 
+    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+        if type(self) is not Pickle:
+            return super().deserialize_all(data)
+        loads = pickle.loads
+        try:
+            return [None if d is None else loads(d) for d in data]
+        except Exception:
+            return super().deserialize_all(data)  # names the item at fault
+
 
 def _window(start: int, end: int) -> Window:
     """A decoded window, checked as Kafka Streams' ``Window`` checks it."""

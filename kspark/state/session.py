@@ -159,11 +159,12 @@ class InMemorySessionStore(SegmentedStore):
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
         entries = list(changelog)
-        ends = [w.window.end for w, _, _ in entries]
+        ends = np.array([w.window.end for w, _, _ in entries], dtype=np.int64)
         self._restore_columns(
             [w.key for w, _, _ in entries],
-            np.array(ends, dtype=np.int64),
-            [(end, w.window.start) for end, (w, _, _) in zip(ends, entries)],
+            ends,
+            ends,
+            [w.window.start for w, _, _ in entries],
             [agg for _, agg, _ in entries],
             [ts for _, _, ts in entries],
         )

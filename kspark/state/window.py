@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -143,7 +142,7 @@ class InMemoryWindowStore(SegmentedStore):
         self._changed(self._store_key(key, window_start, seq), old, value, timestamp)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
-        keys, starts, subs, values, stamps = [], [], [], [], []
+        keys, starts, seqs, values, stamps = [], [], [], [], []
         for store_key, value, timestamp in changelog:
             key, start, seq = self._decode(store_key)
             if self.retain_duplicates:
@@ -152,10 +151,11 @@ class InMemoryWindowStore(SegmentedStore):
                     continue  # a None put stored nothing (see put)
             keys.append(key)
             starts.append(start)
-            subs.append((start, seq))
+            seqs.append(seq)
             values.append(value)
             stamps.append(timestamp)
-        self._restore_columns(keys, np.array(starts, dtype=np.int64), subs, values, stamps)
+        window_starts = np.array(starts, dtype=np.int64)
+        self._restore_columns(keys, window_starts, window_starts, seqs, values, stamps)
 
     def restore_columns(
         self, keys: Sequence[Any], starts: np.ndarray, values: Sequence[Any],
@@ -166,8 +166,8 @@ class InMemoryWindowStore(SegmentedStore):
         ``timestamps[i]``. Only for a store without duplicates (every sequence number 0)."""
         if self.retain_duplicates:
             raise ValueError(f"store {self.name!r} retains duplicates: restore it with restore()")
-        subs = list(zip(starts.tolist(), repeat(0)))
-        self._restore_columns(keys, starts, subs, values, timestamps)
+        self._restore_columns(keys, starts, starts, np.zeros(len(starts), dtype=np.int64),
+                              values, timestamps)
 
     # -- reads -------------------------------------------------------------------------------
     def _current(self, store_key: Any) -> Any:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import struct
 from itertools import pairwise
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,9 @@ from kspark.errors import StreamsError
 from kspark.runtime.batch import DictTaskState, run_task_batch
 from kspark.runtime.task import SourceBatch, SourceRecord
 from kspark.state.internals.changelog import ChangelogCodec
+from kspark.state.internals.packed import PackedBucket
 from kspark.state.internals.segments import default_segment_interval_ms, min_live_segment
+from kspark.state.window import InMemoryWindowStore
 from kspark.windows import Window, Windowed
 
 WINDOW = 30_000
@@ -53,11 +57,20 @@ def restore(buckets: int, batches: list[list[SourceRecord]], fast: bool) -> tupl
                                 fast_path=fast)
         bulk += result.fast_records
     meta, data = state_of(state)
+    data = {bucket: built(segments) for bucket, segments in data.items()}
     live = min_live_segment(meta["stores"]["counts"]["observed_stream_time"], RETENTION,
                             default_segment_interval_ms(RETENTION))
     data = {bucket: {seg: keys for seg, keys in segments.items() if seg >= live}
             for bucket, segments in data.items()}
     return (meta, {bucket: segments for bucket, segments in data.items() if segments}), bulk
+
+
+def built(data: Any) -> Any:
+    """A bucket's data as the store holds it once used (a packed bucket built)."""
+    if not isinstance(data, PackedBucket):
+        return data
+    store = InMemoryWindowStore("counts", RETENTION, WINDOW, num_buckets=1)
+    return store._unpack(0, data)
 
 
 def record(offset: int, key: str, start: int, value: int | None, ts: int) -> SourceRecord:
@@ -113,3 +126,35 @@ def test_bytes_that_do_not_fit_fail_naming_the_record():
     bad_value = SourceRecord(TOPIC, 0, 9, 9, good[0].key, b"\x00")
     with pytest.raises(StreamsError, match=r"offset 9.*Long"):
         restore(1, [[*good, bad_value]], fast=True)
+
+
+def test_a_bucket_restored_from_nothing_is_kept_packed_until_used():
+    """The first batch leaves every bucket packed in durable state; a later batch that writes
+    to some buckets writes those back built (and equal to a one-by-one restore), the others
+    stay packed."""
+    first = [record(i, f"user-{i}", 0, i, i) for i in range(40)]
+    later = [record(40, "user-3", STEP, 7, STEP)]
+    topo, config = reader(4)
+    sub = topo.sub_topologies()[0]
+    state = DictTaskState()
+    run_task_batch(topo, sub, 0, SourceBatch.from_records(first), state, config,
+                   wall_clock=lambda: 0)
+    _, data = state_of(state)
+    assert len(data) == 4 and all(isinstance(d, PackedBucket) for d in data.values())
+    assert sum(len(d) for d in data.values()) == 40
+    run_task_batch(topo, sub, 0, SourceBatch.from_records(later), state, config,
+                   wall_clock=lambda: 0)
+    _, after = state_of(state)
+    touched = [k for k, d in after.items() if not isinstance(d, PackedBucket)]
+    assert len(touched) == 1
+    expected_bucket = built(data[touched[0]])
+    expected_bucket[0]["user-3"][(STEP, 0)] = (7, STEP)  # the new window beside the old
+    assert after[touched[0]] == expected_bucket
+    expected, _ = restore(4, [first, later], fast=False)
+    assert restore(4, [first, later], fast=True)[0] == expected
+
+
+def test_keys_that_cannot_be_ordered_fail_when_restored():
+    store = InMemoryWindowStore("counts", RETENTION, WINDOW)
+    with pytest.raises(TypeError, match=r"store 'counts': keys .* one comparable type"):
+        store.restore_columns(["a", 1], np.array([0, 0]), [1, 2], [0, 0])

@@ -26,6 +26,7 @@ from kspark.spark.internals.wire import (
     ROW_COLUMNS,
     ROW_DTYPES,
     Columns,
+    concat_records,
     pack_output,
     records_of,
     unpack_records,
@@ -218,7 +219,7 @@ def record_columns(
             tables.append(records_of(*(list(c) for c in zip(*read))))
     packed |= in_files
     if tables:
-        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        table = concat_records(tables)
         columns: Columns = {}
         for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES):
             column = table.column(name)

@@ -83,8 +83,9 @@ def partition_slices(batch: Any) -> list[tuple[int, Any]]:
 
 def task_records(batch: Any) -> Any:
     """The columns of input rows that a task gets (:data:`_PACKED_FIELDS`), with keys and
-    values dictionary-encoded: each distinct byte string travels once, and the task gets them
-    as codes (see kspark.runtime.serialized.Encoded)."""
+    values dictionary-encoded where they repeat (:func:`_dictionary`): each distinct byte
+    string travels once, and the task gets them as codes (see
+    kspark.runtime.serialized.Encoded)."""
     return pa.RecordBatch.from_arrays(
         [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
          for f in _PACKED_FIELDS],
@@ -156,11 +157,23 @@ def ipc_bytes(batch: Any) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+#: rows of a column looked at to decide whether dictionary-encoding it pays
+_SAMPLE = 4096
+
+
 def _dictionary(column: Any) -> Any:
-    """``column`` dictionary-encoded (as it is if it already is)."""
+    """``column`` dictionary-encoded (as it is if it already is), unless its first
+    :data:`_SAMPLE` values are nearly all distinct (a changelog's keys, say): encoding such a
+    column hashes every value to save next to nothing, and a task that needs its values
+    factorized does it itself."""
     import pyarrow.compute as pc
 
-    return column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+    if pa.types.is_dictionary(column.type):
+        return column
+    sample = column.slice(0, _SAMPLE)
+    if len(sample) == _SAMPLE and pc.count_distinct(sample).as_py() > 0.9 * _SAMPLE:
+        return column
+    return pc.dictionary_encode(column)
 
 
 def record_rows(batch: Any) -> Any:
@@ -200,16 +213,34 @@ def pack_stream(batches: Iterator[Any]) -> Iterator[Any]:
 
 def unpack_records(topics: list[str], partitions: list[int], blobs: list[bytes]) -> Any:
     """The records of packed rows as one Arrow table (columns key, value, timestamp, offset,
-    topic, partition), row by row in order; key and value are dictionary-encoded."""
+    topic, partition), row by row in order; key and value dictionary-encoded where they repeat."""
     tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
     return records_of(topics, partitions, tables)
+
+
+def concat_records(tables: list[Any]) -> Any:
+    """Tables of records as one; a column dictionary-encoded in some of them (see
+    :func:`task_records`) and not in others is decoded in all."""
+    if len(tables) == 1:
+        return tables[0]
+    if any(t.schema != tables[0].schema for t in tables[1:]):
+        tables = [_plain(t) for t in tables]
+    return pa.concat_tables(tables)
+
+
+def _plain(table: Any) -> Any:
+    """``table`` without dictionary-encoded columns."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
+    return table
 
 
 def records_of(topics: list[str], partitions: list[int], tables: list[Any]) -> Any:
     """Records that rows stand for (``tables[i]`` for row ``i`` of topic ``topics[i]`` and
     partition ``partitions[i]``) as one Arrow table: columns key, value, timestamp, offset,
     topic, partition."""
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    table = concat_records(tables)
     sizes = [t.num_rows for t in tables]
     topic_idx = np.repeat(np.arange(len(topics), dtype=np.int32), sizes)
     table = table.append_column("topic", pa.DictionaryArray.from_arrays(

@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol, overload
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError
 from kspark.hashing import stable_hash, stable_hashes
+from kspark.state.internals.packed import PackedBucket
 
 DEFAULT_BUCKETS = 16
 #: most keys whose bucket a store remembers
@@ -155,6 +156,11 @@ class StoreBase:
         """An empty bucket's data structure."""
         raise NotImplementedError
 
+    def _unpack(self, bucket: int, packed: PackedBucket) -> Any:
+        """Build ``bucket``'s data from the packed entries it holds, hold it in their place and
+        mark the bucket changed (so that it is written back as built)."""
+        raise NotImplementedError
+
     def _on_bucket_loaded(self, bucket: int, data: Any) -> None:
         """Hook for housekeeping on a freshly loaded bucket (e.g. dropping expired segments)."""
 
@@ -196,7 +202,11 @@ class StoreBase:
             if loaded is not None:
                 self._hold(bucket, loaded)
                 data = loaded
+                if type(data) is PackedBucket:
+                    data = self._unpack(bucket, data)
                 self._on_bucket_loaded(bucket, data)
+        elif type(data) is PackedBucket:
+            data = self._unpack(bucket, data)
         if data is None and create:
             data = self._new_bucket()
             self._hold(bucket, data)
@@ -232,7 +242,7 @@ class StoreBase:
             for b in range(self.num_buckets):
                 self._bucket(b, create=False)
         for b in sorted(self._buckets):
-            yield b, self._buckets[b]
+            yield b, self._bucket(b, create=False)
 
     def _touch(self, bucket: int) -> None:
         self._dirty_buckets.add(bucket)

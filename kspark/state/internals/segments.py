@@ -18,7 +18,7 @@ where the sub key orders one key's entries in time (window: ``(start, seqnum)``,
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from operator import itemgetter
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from sortedcontainers import SortedDict
 
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name, order_error
+from kspark.state.internals.packed import PackedBucket, key_codes, pack
 
 #: one key's entries in one segment: ``{sub_key: (value, timestamp)}``, a plain dict (a key has a
 #: handful of entries per segment, and a batch builds, loads and pickles one per key it touches:
@@ -127,6 +128,8 @@ class SegmentedStore(StoreBase):
             return
         self._swept_below = live
         for bucket, data in list(self._buckets.items()):
+            if type(data) is PackedBucket:
+                data = self._unpack(bucket, data)
             if self._drop_expired_segments(data):
                 self._touch(bucket)
 
@@ -199,75 +202,101 @@ class SegmentedStore(StoreBase):
         self,
         keys: Sequence[Any],
         segment_ts: np.ndarray,
-        subs: Sequence[Any],
+        sub_hi: Sequence[int] | np.ndarray,
+        sub_lo: Sequence[int] | np.ndarray,
         values: Sequence[Any],
-        timestamps: Sequence[int],
+        timestamps: Sequence[int] | np.ndarray,
     ) -> None:
-        """Apply writes given as columns (write ``i``: ``keys[i]``, ``segment_ts[i]``,
-        ``subs[i]``, ``values[i]`` or ``None`` to delete, ``timestamps[i]``) in order, as
-        :meth:`_write` one after another would leave the store, in bulk: stream time is observed
-        once (a write that was live when made but expires by the end is swept either way), the
-        writes are sorted by bucket, segment and key (keeping their order within a key), and
-        each segment takes its new keys at once. With limited memory each bucket is loaded once."""
+        """Apply writes given as columns (write ``i``: ``keys[i]``, ``segment_ts[i]``, sub key
+        ``(sub_hi[i], sub_lo[i])``, ``values[i]`` or ``None`` to delete, ``timestamps[i]``) in
+        order, as :meth:`_write` one after another would leave the store, in bulk: stream time
+        is observed once (a write that was live when made but expires by the end is swept
+        either way), and the writes are sorted by bucket, segment, key code and sub key (keeping
+        their order within a sub key). A bucket that holds nothing takes its writes packed
+        (:mod:`~kspark.state.internals.packed`); one that has data takes them into its
+        segments, each segment its new keys at once."""
         if len(keys) == 1:  # a record-by-record restore: nothing to sort or group
-            self._write(keys[0], int(segment_ts[0]), subs[0], values[0], timestamps[0])
+            self._write(keys[0], int(segment_ts[0]), (int(sub_hi[0]), int(sub_lo[0])),
+                        values[0], int(timestamps[0]))
             return
         stamps = np.asarray(segment_ts, dtype=np.int64)
         if not len(stamps):
             return
-        index: dict[Any, int] = {}
-        add = index.setdefault
-        codes = np.fromiter((add(k, len(index)) for k in keys), np.int64, len(stamps))
-        distinct = list(index)
+        try:
+            codes, distinct = key_codes(keys)
+        except TypeError as e:
+            raise order_error(self.name, e) from e
         buckets = np.asarray(self.buckets_of(distinct), dtype=np.int64)[codes]
         self._observe(int(stamps.max()))
         segs = stamps // self.segment_interval_ms
         live = np.flatnonzero(segs >= self.min_live_segment())
-        order = live[np.lexsort((codes[live], segs[live], buckets[live]))]
-        if not len(order):
+        if not len(live):
             return
-        codes, segs, buckets = codes[order], segs[order], buckets[order]
-        new_group = np.empty(len(order), dtype=bool)
-        new_group[0] = True
-        new_group[1:] = (segs[1:] != segs[:-1]) | (buckets[1:] != buckets[:-1])
-        new_run = new_group.copy()
+        hi = np.asarray(sub_hi, dtype=np.int64)[live]
+        lo = np.asarray(sub_lo, dtype=np.int64)[live]
+        order = np.lexsort((lo, hi, codes[live], segs[live], buckets[live]))
+        rows = live[order]
+        codes, segs, buckets, hi, lo = codes[rows], segs[rows], buckets[rows], hi[order], lo[order]
+        stamps = np.asarray(timestamps, dtype=np.int64)[rows]
+        picked = [values[i] for i in rows.tolist()]
+        cuts = [0, *(np.flatnonzero(buckets[1:] != buckets[:-1]) + 1).tolist(), len(rows)]
+        for a, b in pairwise(cuts):
+            bucket = int(buckets[a])
+            data = self._bucket(bucket, create=False)
+            if not data:
+                packed = pack(distinct, codes[a:b], segs[a:b], hi[a:b], lo[a:b], picked[a:b],
+                              stamps[a:b])
+                if packed is not None:
+                    self._hold(bucket, packed)
+                    self._touch(bucket)
+                continue
+            self._fill(bucket, data, distinct, codes[a:b], segs[a:b],
+                       list(zip(hi[a:b].tolist(), lo[a:b].tolist())), picked[a:b],
+                       stamps[a:b].tolist())
+
+    def _fill(self, bucket: int, data: dict[int, Any], keys: list[Any], codes: np.ndarray,
+              segs: np.ndarray, subs: list[Any], values: list[Any], timestamps: list[int]
+              ) -> None:
+        """Apply writes to ``bucket`` (its data ``data``), sorted by segment and key code
+        (``codes`` index ``keys``, one code per distinct key), a key's writes in the order made;
+        ``values[i] is None`` deletes."""
+        n = len(codes)
+        new_seg = np.empty(n, dtype=bool)
+        new_seg[0] = True
+        new_seg[1:] = segs[1:] != segs[:-1]
+        new_run = new_seg.copy()
         new_run[1:] |= codes[1:] != codes[:-1]
         runs = np.flatnonzero(new_run)
-        rows = order.tolist()
-        pick = itemgetter(*rows) if len(rows) > 1 else lambda column: (column[rows[0]],)
-        sub_col, value_col = pick(subs), pick(values)
-        entries = list(zip(value_col, pick(timestamps)))
-        deletes = any(v is None for v in value_col)
-        ends = [*runs[1:].tolist(), len(rows)]
-        last_of_group = [b == len(rows) or bool(new_group[b]) for b in ends]
-        data: Any = None
+        entries = list(zip(values, timestamps))
+        deletes = any(v is None for v in values)
+        ends = [*runs[1:].tolist(), n]
+        last_of_seg = [e == n or bool(new_seg[e]) for e in ends]
+        self._touch(bucket)
         segment: Any = None
         fresh: dict[Any, dict[Any, Entry]] = {}
-        for a, b, code, first, last, bucket, seg in zip(
-            runs.tolist(), ends, codes[runs].tolist(), new_group[runs].tolist(), last_of_group,
-            buckets[runs].tolist(), segs[runs].tolist(),
+        for a, b, code, first, last, seg in zip(
+            runs.tolist(), ends, codes[runs].tolist(), new_seg[runs].tolist(), last_of_seg,
+            segs[runs].tolist(),
         ):
             if first:
-                data = self._bucket(bucket, create=True)
                 segment = data.get(seg)
                 if segment is None:
                     segment = data[seg] = SortedDict()
-                self._touch(bucket)
-            key = distinct[code]
+            key = keys[code]
             entry_subs = segment.get(key)
             known = entry_subs is not None
             if not known:
                 entry_subs = {}
             if b - a == 1 and entries[a][0] is not None:
-                entry_subs[sub_col[a]] = entries[a]
+                entry_subs[subs[a]] = entries[a]
             elif deletes:
-                for sub, entry, value in zip(sub_col[a:b], entries[a:b], value_col[a:b]):
-                    if value is None:
+                for sub, entry in zip(subs[a:b], entries[a:b]):
+                    if entry[0] is None:
                         entry_subs.pop(sub, None)
                     else:
                         entry_subs[sub] = entry
             else:
-                entry_subs.update(zip(sub_col[a:b], entries[a:b]))
+                entry_subs.update(zip(subs[a:b], entries[a:b]))
             if entry_subs:
                 if not known:
                     fresh[key] = entry_subs
@@ -282,6 +311,14 @@ class SegmentedStore(StoreBase):
                     fresh = {}
                 if not segment:
                     del data[seg]
+
+    def _unpack(self, bucket: int, packed: PackedBucket) -> dict[int, Any]:
+        data: dict[int, Any] = self._new_bucket()
+        self._buckets[bucket] = data
+        self._fill(bucket, data, packed.keys, packed.codes, packed.segs,
+                   list(zip(packed.sub_hi.tolist(), packed.sub_lo.tolist())), packed.values,
+                   packed.timestamps.tolist())
+        return data
 
     def _set_entry(self, bucket: int, key: Any, seg: int, sub: Any, entry: Entry) -> Entry | None:
         data = self._bucket(bucket, create=True)
