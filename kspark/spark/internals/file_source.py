@@ -21,6 +21,7 @@ from kspark.spark.internals.wire import (
     ROW_DDL,
     pack_records,
     record_rows,
+    repeated,
     rows_of,
     task_records,
 )
@@ -212,7 +213,7 @@ class FileStreamReader(DataSourceStreamReader):
             [
                 pa.array(keys, pa.binary()),
                 pa.array(values, pa.binary()),
-                pa.array([self.topic] * n, pa.string()),
+                repeated(self.topic, pa.string(), n),
                 pa.array(parts, pa.int32()),
                 pa.array(range(base, base + n), pa.int64()),
                 pa.array(stamps, pa.int64()),
@@ -467,7 +468,7 @@ def _kspark_batch(path: str, lo: int, hi: int | None, partitions: int, topic: st
     return pa.RecordBatch.from_arrays([
         table.column("key").combine_chunks(),
         table.column("value").combine_chunks(),
-        pa.array([topic] * n, pa.string()),
+        repeated(topic, pa.string(), n),
         table.column("partition").combine_chunks().cast(pa.int32()),
         pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
         table.column("timestamp").combine_chunks(),

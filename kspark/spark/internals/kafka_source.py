@@ -345,7 +345,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         ``topic``, read here (in a stage's task)."""
         import pyarrow as pa
 
-        from kspark.spark.internals.wire import INPUT_ARROW
+        from kspark.spark.internals.wire import INPUT_ARROW, repeated
 
         columns: list[list[Any]] = [[], [], [], []]
         keys, values, offsets, stamps = columns
@@ -358,7 +358,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         n = len(offsets)
         return pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-             pa.array([topic] * n, pa.string()), pa.array([rng.partition] * n, pa.int32()),
+             repeated(topic, pa.string(), n), repeated(rng.partition, pa.int32(), n),
              pa.array(offsets, pa.int64()), pa.array(stamps, pa.int64())],
             schema=INPUT_ARROW,
         )

@@ -130,14 +130,19 @@ def pack_records(batch: Any) -> Any:
     )
 
 
+def repeated(value: Any, type: Any, n: int) -> Any:
+    """An Arrow array of ``n`` times ``value`` (of Arrow type ``type``), made without a list."""
+    return pa.repeat(pa.scalar(value, type), n)
+
+
 def rows_of(kind: str, topic: str | None, key: Any, partition: Any, offset: Any,
             timestamp: Any, value: Any = None) -> Any:
     """Rows of one ``kind`` and ``topic`` (:data:`ROW_ARROW`) from Arrow arrays or lists."""
     n = len(partition)
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([kind] * n, pa.string()),
-            pa.array([topic] * n, pa.string()),
+            repeated(kind, pa.string(), n),
+            repeated(topic, pa.string(), n),
             pa.array(key, pa.binary()),
             pa.nulls(n, pa.binary()) if value is None else pa.array(value, pa.binary()),
             pa.array(timestamp, pa.int64()),
@@ -182,7 +187,7 @@ def record_rows(batch: Any) -> Any:
     n = batch.num_rows
     column = {f.name: c.cast(f.type) for c, f in zip(batch.columns, INPUT_ARROW)}
     return pa.RecordBatch.from_arrays(
-        [pa.array([KIND_RECORD] * n, pa.string()), column["topic"], column["key"],
+        [repeated(KIND_RECORD, pa.string(), n), column["topic"], column["key"],
          column["value"], column["timestamp"], column["partition"], column["offset"],
          pa.nulls(n, pa.string())],
         schema=ROW_ARROW,
@@ -309,10 +314,10 @@ def unpack_output(table: pa.Table) -> pa.Table:
         inner = pa.ipc.open_stream(blobs[row].as_py()).read_all()
         n = inner.num_rows
         pieces.append(pa.table({
-            "kind": pa.array([KIND_RECORD] * n, pa.string()),
-            "topic": pa.array([topics[row].as_py()] * n, pa.string()),
+            "kind": repeated(KIND_RECORD, pa.string(), n),
+            "topic": repeated(topics[row].as_py(), pa.string(), n),
             **{name: inner.column(name) for name in _OUTPUT_PACKED.names},
-            "task": pa.array([tasks[row].as_py()] * n, pa.string()),
+            "task": repeated(tasks[row].as_py(), pa.string(), n),
         }).cast(table.schema))
         prev = row + 1
     if prev < table.num_rows:
