@@ -13,6 +13,9 @@ any put or remove. With ``bound = observed_stream_time - retention``:
 Bucket layout: ``{segment_id: SortedDict(key -> {sub_key: (value, timestamp)})}``,
 where the sub key orders one key's entries in time (window: ``(start, seqnum)``, session:
 ``(end, start)``). Empty containers are always removed, so an empty bucket is ``{}`` (falsy).
+A bucket filled by a bulk restore from nothing is held as a
+:class:`~kspark.state.internals.packed.PackedBucket` until first used (``StoreBase._bucket``
+builds it).
 """
 
 from __future__ import annotations
