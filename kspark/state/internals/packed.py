@@ -13,6 +13,7 @@ next commit: a bucket that is never read is never built.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,31 +42,23 @@ def key_codes(keys: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
     return codes, distinct
 
 
+@dataclass(slots=True, eq=False)
 class PackedBucket:
     """Entries of one bucket as columns, sorted by segment, key code and sub key, one per
     ``(segment, key, sub key)``, none deleted. Entry ``i`` is key ``keys[codes[i]]`` in
     segment ``segs[i]``, sub key ``(sub_hi[i], sub_lo[i])``, holding ``(values[i],
     timestamps[i])``."""
 
-    __slots__ = ("codes", "keys", "segs", "sub_hi", "sub_lo", "timestamps", "values")
-
-    def __init__(self, keys: list[Any], codes: np.ndarray, segs: np.ndarray,
-                 sub_hi: np.ndarray, sub_lo: np.ndarray, values: list[Any],
-                 timestamps: np.ndarray) -> None:
-        self.keys = keys
-        self.codes = codes
-        self.segs = segs
-        self.sub_hi = sub_hi
-        self.sub_lo = sub_lo
-        self.values = values
-        self.timestamps = timestamps
+    keys: list[Any]
+    codes: np.ndarray
+    segs: np.ndarray
+    sub_hi: np.ndarray
+    sub_lo: np.ndarray
+    values: list[Any]
+    timestamps: np.ndarray
 
     def __len__(self) -> int:
         return len(self.values)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (PackedBucket, (self.keys, self.codes, self.segs, self.sub_hi, self.sub_lo,
-                               self.values, self.timestamps))
 
     def __repr__(self) -> str:
         return f"PackedBucket({len(self)} entries, {len(self.keys)} keys)"
