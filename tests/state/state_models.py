@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.records import KeyValue
+from kspark.state.internals.packed import PackedBucket
 from kspark.windows import Window, Windowed
 
 
@@ -178,5 +179,6 @@ class SessionModel(SegmentedModel):
 
 
 def segments_held(store: Any) -> set[int]:
-    """Every segment id physically present in the store's in-memory buckets."""
-    return {s for data in store._buckets.values() for s in data}
+    """Every segment id physically present in the store's in-memory buckets (packed or built)."""
+    return {s for data in store._buckets.values()
+            for s in (data.segs.tolist() if isinstance(data, PackedBucket) else data)}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 from state_models import segments_held
 
 from kspark.records import KeyValue
 from kspark.state import DictBucketLoader, InMemorySessionStore, InMemoryWindowStore, NullContext
+from kspark.state.internals.packed import PackedBucket
 from kspark.state.internals.segments import min_live_segment, segment_id, segment_interval_ms
 from kspark.windows import Window, Windowed
 
@@ -124,3 +126,19 @@ def test_expired_segments_are_dropped_when_a_bucket_is_loaded() -> None:
     assert b.dirty_buckets()[old_bucket] is None
     loader.save(b)
     assert old_bucket not in loader.bucket_ids("ss")
+
+
+def test_segments_expire_from_a_bucket_restored_in_bulk_while_it_is_packed() -> None:
+    """A bucket that a bulk restore filled from nothing holds its entries packed; stream time
+    that then moves past their segments expires them as it would in a built bucket."""
+    # retention 100, segments of 50 ms, one bucket
+    ws = InMemoryWindowStore("ws", 100, 10, segment_interval_ms=50, num_buckets=1)
+    ws.init(NullContext())
+    ws.restore_columns(["a", "b", "c"], np.array([100, 150, 210]), [1, 2, 3], [100, 150, 210])
+    assert ws.dirty_buckets() and all(isinstance(d, PackedBucket)
+                                      for d in ws.dirty_buckets().values())
+    assert segments_held(ws) == {2, 3, 4}
+    ws.restore_columns(["d"], np.array([300]), [4], [300])  # observed 300: segment 4 oldest live
+    assert segments_held(ws) == {4, 6}
+    assert [(kv.key.key, kv.key.window.start, kv.value) for kv in ws.all()] == [
+        ("c", 210, 3), ("d", 300, 4)]

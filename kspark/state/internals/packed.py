@@ -65,17 +65,19 @@ class PackedBucket:
 
 
 def pack(keys: list[Any], codes: np.ndarray, segs: np.ndarray, sub_hi: np.ndarray,
-         sub_lo: np.ndarray, values: list[Any], timestamps: np.ndarray) -> PackedBucket | None:
-    """What writes to an empty bucket leave, packed. The writes are given sorted by segment,
-    key code (codes index ``keys``, one code per distinct key) and sub key, a key's writes to
-    one sub key in the order they were made; ``values[i] is None`` deletes. ``None`` when
-    nothing is left."""
+         sub_lo: np.ndarray, values: Sequence[Any], rows: np.ndarray, timestamps: np.ndarray
+         ) -> PackedBucket | None:
+    """What writes to an empty bucket leave, packed. Write ``i`` is to key ``keys[codes[i]]``
+    (one code per distinct key), segment ``segs[i]``, sub key ``(sub_hi[i], sub_lo[i])``, of
+    value ``values[rows[i]]`` (``None`` deletes) at ``timestamps[i]``; the writes are sorted by
+    segment, key code and sub key, a key's writes to one sub key in the order they were made.
+    ``None`` when nothing is left."""
     n = len(codes)
     last = np.ones(n, dtype=bool)
     last[:-1] = ((segs[1:] != segs[:-1]) | (codes[1:] != codes[:-1])
                  | (sub_hi[1:] != sub_hi[:-1]) | (sub_lo[1:] != sub_lo[:-1]))
     kept = np.flatnonzero(last)
-    picked = [values[i] for i in kept.tolist()]
+    picked = [values[i] for i in rows[kept].tolist()]
     if any(v is None for v in picked):
         live = np.fromiter((v is not None for v in picked), dtype=bool, count=len(picked))
         kept = kept[live]

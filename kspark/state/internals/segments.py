@@ -241,21 +241,20 @@ class SegmentedStore(StoreBase):
         rows = live[order]
         codes, segs, buckets, hi, lo = codes[rows], segs[rows], buckets[rows], hi[order], lo[order]
         stamps = np.asarray(timestamps, dtype=np.int64)[rows]
-        picked = [values[i] for i in rows.tolist()]
         cuts = [0, *(np.flatnonzero(buckets[1:] != buckets[:-1]) + 1).tolist(), len(rows)]
         for a, b in pairwise(cuts):
             bucket = int(buckets[a])
             data = self._bucket(bucket, create=False)
             if not data:
-                packed = pack(distinct, codes[a:b], segs[a:b], hi[a:b], lo[a:b], picked[a:b],
-                              stamps[a:b])
+                packed = pack(distinct, codes[a:b], segs[a:b], hi[a:b], lo[a:b], values,
+                              rows[a:b], stamps[a:b])
                 if packed is not None:
                     self._hold(bucket, packed)
                     self._touch(bucket)
                 continue
             self._fill(bucket, data, distinct, codes[a:b], segs[a:b],
-                       list(zip(hi[a:b].tolist(), lo[a:b].tolist())), picked[a:b],
-                       stamps[a:b].tolist())
+                       list(zip(hi[a:b].tolist(), lo[a:b].tolist())),
+                       [values[i] for i in rows[a:b].tolist()], stamps[a:b].tolist())
 
     def _fill(self, bucket: int, data: dict[int, Any], keys: list[Any], codes: np.ndarray,
               segs: np.ndarray, subs: list[Any], values: list[Any], timestamps: list[int]
