@@ -235,6 +235,9 @@ class StreamsApp:
         if self._query is not None:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
         self._plan = None
+        from kspark.spark.internals.warm_up import start_python_workers
+
+        start_python_workers(self.spark)  # while the driver prepares and plans the query
         for topic, spec in self.topics.items():
             if isinstance(spec, TopicLocation):  # e.g. a Kafka topic checks or creates itself
                 spec.prepare(self, topic)

@@ -103,3 +103,23 @@ def test_the_local_session_writes_checkpoints_through_the_file_system_api(spark)
     interface = jvm.java.lang.Class.forName(
         "org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager")
     assert interface.isAssignableFrom(manager)
+
+
+def test_an_apps_start_starts_the_python_workers_in_a_job_of_its_own_once(spark):
+    """``StreamsApp.start`` first runs a job that starts a Python worker on every task slot,
+    with the stages' code imported (while the driver plans the query), once per SparkContext."""
+    from kspark.spark.internals import warm_up
+
+    warm_up._started.discard(spark.sparkContext.applicationId)  # as for a new context
+    thread = warm_up.start_python_workers(spark)
+    assert thread is not None
+    thread.join(120)
+    assert not thread.is_alive()
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(warm_up.JOB_GROUP)
+    assert jobs
+    infos = [tracker.getJobInfo(j) for j in jobs]
+    assert all(info is not None and info.status == "SUCCEEDED" for info in infos)
+    stages = [tracker.getStageInfo(s) for info in infos for s in info.stageIds]
+    assert max(s.numTasks for s in stages if s is not None) == spark.sparkContext.defaultParallelism
+    assert warm_up.start_python_workers(spark) is None  # once per context
