@@ -105,21 +105,34 @@ def test_the_local_session_writes_checkpoints_through_the_file_system_api(spark)
     assert interface.isAssignableFrom(manager)
 
 
-def test_an_apps_start_starts_the_python_workers_in_a_job_of_its_own_once(spark):
+def test_an_apps_start_starts_the_python_workers_in_a_job_of_its_own_once(spark, app_dir):
     """``StreamsApp.start`` first runs a job that starts a Python worker on every task slot,
     with the stages' code imported (while the driver plans the query), once per SparkContext."""
+    import threading
+
+    from spark_harness import run_spark
+
+    from kspark import Topology, serdes
     from kspark.spark.internals import warm_up
 
-    warm_up._started.discard(spark.sparkContext.applicationId)  # as for a new context
-    thread = warm_up.start_python_workers(spark)
-    assert thread is not None
-    thread.join(120)
-    assert not thread.is_alive()
-    tracker = spark.sparkContext.statusTracker()
-    jobs = tracker.getJobIdsForGroup(warm_up.JOB_GROUP)
-    assert jobs
-    infos = [tracker.getJobInfo(j) for j in jobs]
-    assert all(info is not None and info.status == "SUCCEEDED" for info in infos)
-    stages = [tracker.getStageInfo(s) for info in infos for s in info.stageIds]
-    assert max(s.numTasks for s in stages if s is not None) == spark.sparkContext.defaultParallelism
+    topology = Topology()
+    topology.add_source("in", "in", serdes.String(), serdes.String())
+    topology.add_sink("out", "out", "in", key_serde=serdes.String(), value_serde=serdes.String())
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    before = set(tracker.getJobIdsForGroup(warm_up.JOB_GROUP))
+    warm_up._started.discard(sc.applicationId)  # as for a new context
+    pair = (serdes.String(), serdes.String())
+    outputs, _ = run_spark(spark, topology, {"in": [("k", "v", 1)]}, {"out": pair},
+                           {"in": pair}, app_dir, batches=1, app_id="warm-up")
+    assert outputs["out"] == [("k", "v", 1)]
+    for thread in threading.enumerate():
+        if thread.name == warm_up.JOB_GROUP:
+            thread.join(120)
+    jobs = set(tracker.getJobIdsForGroup(warm_up.JOB_GROUP)) - before
+    assert len(jobs) == 1
+    info = tracker.getJobInfo(jobs.pop())
+    assert info is not None and info.status == "SUCCEEDED"
+    stages = [tracker.getStageInfo(s) for s in info.stageIds]
+    assert [s.numTasks for s in stages if s is not None] == [sc.defaultParallelism]
     assert warm_up.start_python_workers(spark) is None  # once per context
