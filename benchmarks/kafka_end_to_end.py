@@ -24,17 +24,10 @@ printed side by side with the machine's CPU steal and load during each engine's 
   session-windowed key to the partition of its inner key (its ``WindowedStreamPartitioner``);
   the last figure of each comparison line counts the sessions both engines put in the same
   partition.
-- ``latency``: for each engine in turn, clicks are produced at a steady rate (5 k/s by default)
-  for a bounded time to an input topic of its own, each with the wall-clock time of its
-  production as timestamp; the app emits session updates (emit on update through its cache). A
-  click's latency is the time from its production until the consumer of the output topic
-  (``read_committed``) receives the first update of its user's session whose end is at or after
-  the click's timestamp. Each app is warmed up first (1000 clicks processed); the first
-  ``--warmup`` seconds of steady input are left out. kspark runs micro-batches back to back
-  (no trigger interval): each commits its Kafka transaction and flushes its cache, and the next
-  starts at once. Kafka Streams commits (and flushes its cache) every ``--ks-commit-ms``, by
-  default 100 ms, its own default under exactly-once: each engine at its default setting for
-  the freshest output exactly-once allows, the record caches at their defaults.
+  With ``--floor read`` (kspark alone), the kspark run is Spark's floor for the job's query
+  instead (``benchmarks/spark_floor.py``): the same query with stages that only read their
+  input, so no sessions are written; what kspark takes beyond it is its own work.
+- ``latency``: see ``benchmarks/kafka_latency.py``.
 
 Each mode starts a fresh broker and makes its internal topics for consumer groups and
 transactions (made on first use) before either engine runs, so that neither pays for them.
@@ -48,111 +41,48 @@ bounded input would never be emitted.
     .venv/bin/python benchmarks/kafka_end_to_end.py throughput --records 1000000
     .venv/bin/python benchmarks/kafka_end_to_end.py latency --rate 5000 --seconds 60
     .venv/bin/python benchmarks/kafka_end_to_end.py --engines kspark   # kspark alone
+    .venv/bin/python benchmarks/kafka_end_to_end.py throughput --engines kspark --floor read
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import os
-import random
 import shutil
-import statistics
 import struct
 import tempfile
-import threading
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections import Counter
 from typing import Any
 
+from kafka_job import (
+    CONFIG,
+    ENGINES,
+    PARTITIONS,
+    TOPICS,
+    end_offsets,
+    kspark_app,
+    kstreams_app,
+    make_producer,
+    send,
+    side_by_side,
+)
+from kafka_latency import latency
 from kafka_streams_anchor import (
     COMMIT_INTERVAL_MS,
-    KafkaStreamsApp,
     jar_path,
     prepare_coordinators,
 )
 from machine import Steal, load_text
+from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
 from kspark import io
-from kspark.examples.sessions import PAGES, generate_clicks, topology
-from kspark.hashing import kafka_partition
+from kspark.examples.sessions import generate_clicks, topology
 from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
 from kspark.spark import StreamsApp
 from kspark.spark.session import local_spark
-
-PARTITIONS = 4
-ENGINES = {"kspark": "kspark", "kstreams": "Kafka Streams"}
-#: each engine's input (latency) and output topics
-TOPICS = {
-    "kspark": ("clicks", "session-counts", "session-pages"),
-    "kstreams": ("kstreams-clicks", "kstreams-session-counts", "kstreams-session-pages"),
-}
-
-
-def _producer(bootstrap: str) -> Any:
-    from confluent_kafka import Producer
-
-    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                     "linger.ms": 10, "queue.buffering.max.messages": 1_000_000})
-
-
-def _send(producer: Any, user: str, click: dict, ts: int, topic: str = "clicks") -> None:
-    key = user.encode()
-    while True:
-        try:
-            producer.produce(topic, json.dumps(click).encode(), key, timestamp=ts,
-                             partition=kafka_partition(key, PARTITIONS))
-            return
-        except BufferError:
-            producer.poll(0.01)
-
-
-#: extra kspark config of the app (``--conf k=v``)
-CONFIG: dict[str, str] = {}
-
-
-def _app(bootstrap: str, spark: Any, workdir: str, emit_on_close: bool,
-         per_trigger: int | None) -> StreamsApp:
-    topics = {
-        "clicks": io.kafka(bootstrap, max_records_per_trigger=per_trigger),
-        "session-counts": io.kafka(bootstrap),
-        "session-pages": io.kafka(bootstrap),
-    }
-    return StreamsApp(topology(emit_on_close=emit_on_close), "bench", topics, spark=spark,
-                      checkpoint_dir=os.path.join(workdir, "checkpoint"), config=CONFIG)
-
-
-def _kstreams(args: argparse.Namespace, bootstrap: str, workdir: str, application_id: str,
-              input_topic: str, emit_on_close: bool) -> KafkaStreamsApp:
-    _, counts, pages = TOPICS["kstreams"]
-    ensure_topics(bootstrap, [TopicSpec(counts, PARTITIONS), TopicSpec(pages, PARTITIONS)])
-    return KafkaStreamsApp(bootstrap, application_id, workdir, input_topic, counts, pages,
-                           emit_on_close, commit_interval_ms=args.ks_commit_ms,
-                           threads=args.ks_threads, cache_max_bytes=args.ks_cache_bytes)
-
-
-def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    from kspark.kafka.reader import OffsetLookup
-
-    lookup = OffsetLookup(bootstrap)
-    try:
-        return {p: e for (_, p), e in lookup.latest(lookup.topic_partitions([topic])).items()}
-    finally:
-        lookup.close()
-
-
-def _side_by_side(rows: list[tuple[str, dict[str, str]]], engines: list[str]) -> None:
-    """Print ``(label, {engine: text})`` rows as a table with a column per engine."""
-    width = max(len(label) for label, _ in rows)
-    cols = [max(len(ENGINES[e]), *(len(r.get(e, "")) for _, r in rows)) for e in engines]
-    print(f"  {'':<{width}}  " + "  ".join(f"{ENGINES[e]:>{w}}" for e, w in zip(engines, cols)))
-    for label, row in rows:
-        print(f"  {label:<{width}}  "
-              + "  ".join(f"{row.get(e, '-'):>{w}}" for e, w in zip(engines, cols)))
-
 
 # -- throughput --------------------------------------------------------------------------------
 
@@ -160,10 +90,10 @@ def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: st
     ensure_topics(bootstrap, [TopicSpec("clicks", PARTITIONS)])
     base = 1_700_000_000_000
     clicks = [(u, c, base + ts) for u, c, ts in generate_clicks(args.records, users=args.users)]
-    producer = _producer(bootstrap)
+    producer = make_producer(bootstrap)
     started = time.time()
     for user, click, ts in clicks:
-        _send(producer, user, click, ts)
+        send(producer, user, click, ts)
     producer.flush(300)
     produce_s = time.time() - started
     print(f"produced {len(clicks):,} clicks in {produce_s:.1f} s "
@@ -180,7 +110,7 @@ def throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: st
             results[engine]["sessions"] += f" (+{tombstones:,} tombstones)"
     print(f"\nthroughput, {len(clicks):,} clicks ({args.users:,} users, {PARTITIONS} "
           f"partitions), topic to topics, emit on window close:")
-    _side_by_side([
+    side_by_side([
         ("records/s", {e: f"{r['rate']:,.0f}" for e, r in results.items()}),
         ("seconds, start to all written", {e: f"{r['elapsed']:.1f}" for e, r in results.items()}),
         ("records/s in its micro-batches (the query's start left out)",
@@ -201,10 +131,10 @@ def _kspark_warm_up(args: argparse.Namespace, bootstrap: str, spark: Any, workdi
     measured run starts on a warm JVM and warm Python workers, as a job that keeps running
     does)."""
     ensure_topics(bootstrap, [TopicSpec("warm-up-clicks", PARTITIONS)])
-    producer = _producer(bootstrap)
+    producer = make_producer(bootstrap)
     base = 1_600_000_000_000
     for user, click, ts in generate_clicks(args.warm_up, users=args.users, seed=7):
-        _send(producer, user, click, base + ts, topic="warm-up-clicks")
+        send(producer, user, click, base + ts, topic="warm-up-clicks")
     producer.flush(300)
     topics = {"clicks": io.kafka(bootstrap, topic="warm-up-clicks"),
               "session-counts": io.kafka(bootstrap, topic="warm-up-counts"),
@@ -225,7 +155,7 @@ def _kspark_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, wor
                        n: int) -> dict[str, Any]:
     if args.warm_up:
         _kspark_warm_up(args, bootstrap, spark, workdir)
-    app = _app(bootstrap, spark, workdir, True, args.per_trigger)
+    app = kspark_app(bootstrap, spark, workdir, True, args.per_trigger)
     steal = Steal()
     started = time.time()
     app.start()
@@ -240,8 +170,8 @@ def _kspark_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, wor
     result = {"rate": n / elapsed, "elapsed": elapsed, "dropped": metrics["dropped-records-total"],
               "steal": Steal.text(steal.fraction()), "load": load_text(),
               "batch rate": n / batches_s if batches_s else 0.0}
-    print(f"kspark: {n:,} records in {elapsed:.1f} s = {n / elapsed:,.0f} records/s on "
-          f"{args.master} ({len(progress)} micro-batches; {result['steal']}, {result['load']})")
+    print(f"{ENGINES['kspark']}: {n:,} records in {elapsed:.1f} s = {n / elapsed:,.0f} records/s "
+          f"on {args.master} ({len(progress)} micro-batches; {result['steal']}, {result['load']})")
     for p in progress:
         d = p["durationMs"]
         print(f"  batch {p['batchId']}: {p['numInputRows']:,} rows, "
@@ -253,8 +183,8 @@ def _kspark_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, wor
 
 def _kstreams_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str,
                          n: int) -> dict[str, Any]:
-    ends = _end_offsets(bootstrap, "clicks")
-    app = _kstreams(args, bootstrap, workdir, "kstreams-throughput", "clicks", True)
+    ends = end_offsets(bootstrap, "clicks")
+    app = kstreams_app(args, bootstrap, workdir, "kstreams-throughput", "clicks", True)
     steal = Steal()
     app.start()
     try:
@@ -332,184 +262,6 @@ def _compare(ours: Sessions, theirs: Sessions) -> None:
                   f"Kafka Streams {other[key][1]}")
 
 
-# -- latency -----------------------------------------------------------------------------------
-
-def latency(args: argparse.Namespace, bootstrap: str, spark: Any, workdir: str) -> None:
-    results: dict[str, dict[str, Any]] = {}
-    for engine in args.engines:
-        run = _kspark_latency if engine == "kspark" else _kstreams_latency
-        results[engine] = run(args, bootstrap, spark, workdir)
-    print(f"\nlatency, clicks produced at a steady {args.rate:,}/s for {args.seconds} s "
-          f"({args.users:,} users), produce to the first output of the session, the first "
-          f"{args.warmup} s left out:")
-    _side_by_side([
-        ("input rate reached, records/s", {e: f"{r['rate']:,.0f}" for e, r in results.items()}),
-        ("median latency, s", {e: r["median"] for e, r in results.items()}),
-        ("p95 latency, s", {e: r["p95"] for e, r in results.items()}),
-        ("max latency, s", {e: r["max"] for e, r in results.items()}),
-        ("clicks measured / without output",
-         {e: f"{r['measured']:,} / {r['missing']:,}" for e, r in results.items()}),
-        ("all processed after the input, s",
-         {e: f"{r['drained']:.1f}" for e, r in results.items()}),
-        ("CPU steal", {e: r["steal"] for e, r in results.items()}),
-        ("load at the end", {e: r["load"] for e, r in results.items()}),
-    ], list(args.engines))
-
-
-def _kspark_latency(args: argparse.Namespace, bootstrap: str, spark: Any,
-                    workdir: str) -> dict[str, Any]:
-    ensure_topics(bootstrap, [TopicSpec("clicks", PARTITIONS)])
-    app = _app(bootstrap, spark, workdir, False, None)
-    app.start()
-    warm_batches = 0
-
-    def warmed() -> None:
-        nonlocal warm_batches
-        warm_batches = len(app.query.recentProgress)
-
-    try:
-        result = _steady(args, bootstrap, "kspark", app.process_all_available, warmed)
-    finally:
-        batches = [p for p in app.query.recentProgress[warm_batches:] if p["numInputRows"]]
-        app.stop()
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
-    print(f"kspark: {len(batches)} micro-batches, median "
-          f"{statistics.median(durations) if durations else 0:.2f} s, "
-          f"p90 {_quantile(durations, 0.9):.2f} s, max {max(durations, default=0):.2f} s")
-    for p in sorted(batches, key=lambda p: -p["durationMs"]["triggerExecution"])[:3]:
-        print(f"kspark: a slow micro-batch ({p['numInputRows']:,} input rows): " + ", ".join(
-            f"{k} {v}" for k, v in sorted(p["durationMs"].items()) if v >= 20))
-    if batches:  # where a micro-batch's time goes (Spark's own phases), medians in ms
-        phases = sorted({k for p in batches for k in p["durationMs"]})
-        print("kspark: median ms per phase: " + ", ".join(
-            f"{k} {statistics.median(p['durationMs'].get(k, 0) for p in batches):.0f}"
-            for k in phases))
-    return result
-
-
-def _quantile(values: list[float], q: float) -> float:
-    """The ``q`` quantile of ``values`` (nearest rank; 0 when empty)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0.0
-
-
-def _kstreams_latency(args: argparse.Namespace, bootstrap: str, spark: Any,
-                      workdir: str) -> dict[str, Any]:
-    topic = TOPICS["kstreams"][0]
-    ensure_topics(bootstrap, [TopicSpec(topic, PARTITIONS)])
-    app = _kstreams(args, bootstrap, workdir, "kstreams-latency", topic, False)
-    app.start()
-    try:
-        result = _steady(args, bootstrap, "kstreams",
-                         lambda timeout: app.wait_caught_up(_end_offsets(bootstrap, topic),
-                                                            timeout))
-    finally:
-        app.stop()
-    print(f"Kafka Streams: commit every {args.ks_commit_ms} ms, {args.ks_threads} stream threads")
-    return result
-
-
-def _steady(args: argparse.Namespace, bootstrap: str, engine: str,
-            wait_processed: Callable[[float], Any],
-            warmed: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Steady input to ``engine``'s input topic and the latency of its session updates (see the
-    module's documentation); ``wait_processed(timeout)`` returns when the app has processed all
-    input produced so far."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from kspark.kafka.reader import consumer_config
-    from kspark.serdes import SessionWindowed, String
-
-    input_topic, counts_topic, _ = TOPICS[engine]
-    keys = SessionWindowed(String())
-    received: dict[str, list[tuple[int, int]]] = defaultdict(list)  # user -> [(end, seen ms)]
-    stop = threading.Event()
-
-    def consume() -> None:
-        consumer = Consumer(consumer_config(bootstrap, {"enable.partition.eof": False,
-                                                        "fetch.wait.max.ms": 5}))
-        consumer.assign([TopicPartition(counts_topic, p, -2) for p in range(PARTITIONS)])
-        while not stop.is_set():
-            for m in consumer.consume(10_000, 0.05):
-                if m.error() or m.value() is None:
-                    continue
-                seen = int(time.time() * 1000)
-                windowed = keys.deserialize(m.key())
-                received[windowed.key].append((windowed.window.end, seen))
-        consumer.close()
-
-    reader = threading.Thread(target=consume, daemon=True)
-    reader.start()
-    rng = random.Random(3)  # the same users and pages for each engine
-    users = [f"user-{u:05d}" for u in range(args.users)]
-    producer = _producer(bootstrap)
-
-    def click() -> tuple[str, int]:
-        now = int(time.time() * 1000)
-        user = rng.choice(users)
-        _send(producer, user, {"page": rng.choice(PAGES)}, now, input_topic)
-        return user, now
-
-    try:
-        # warm up (Python workers or the JVM's JIT, state stores) before the measured input
-        for _ in range(1000):
-            click()
-        producer.flush(60)
-        wait_processed(300.0)
-        if warmed is not None:
-            warmed()
-        sent: list[tuple[str, int]] = []
-        steal = Steal()
-        started = time.time()
-        n = 0
-        while time.time() - started < args.seconds:
-            pause = started + n / args.rate - time.time()
-            if pause > 0:
-                time.sleep(pause)
-            sent.append(click())
-            producer.poll(0)
-            n += 1
-        producer.flush(60)
-        rate = n / (time.time() - started)
-        wait_processed(args.drain)
-        caught_up = time.time() - started
-        fraction = steal.fraction()
-        load = load_text()
-        time.sleep(1.0)  # let the consumer read the last outputs
-    finally:
-        stop.set()
-        reader.join(10)
-    cutoff = int((started + args.warmup) * 1000)
-    delays, missing = [], 0
-    for user, ts in sent:
-        if ts < cutoff:
-            continue
-        seen = sorted(received.get(user, []))
-        i = bisect.bisect_left(seen, (ts, -1))
-        found = [s for _, s in seen[i:] if s >= ts]
-        if found:
-            delays.append(min(found) - ts)
-        else:
-            missing += 1
-    delays.sort()
-
-    def seconds(ms: float | None) -> str:
-        return "-" if ms is None else f"{ms / 1000:.2f}"
-
-    result = {
-        "rate": rate, "drained": caught_up - args.seconds, "measured": len(delays),
-        "missing": missing, "steal": Steal.text(fraction), "load": load,
-        "median": seconds(statistics.median(delays) if delays else None),
-        "p95": seconds(delays[int(len(delays) * 0.95)] if delays else None),
-        "max": seconds(delays[-1] if delays else None),
-    }
-    print(f"{ENGINES[engine]}: {n:,} clicks at {rate:,.0f} records/s for {args.seconds} s; "
-          f"latency median {result['median']} s, p95 {result['p95']} s, max {result['max']} s "
-          f"({missing} without output); all processed {result['drained']:.1f} s after the "
-          f"input stopped; {result['steal']}, {load}")
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=["throughput", "latency", "both"], nargs="?",
@@ -541,6 +293,10 @@ def main() -> None:
     parser.add_argument("--stages", action="store_true",
                         help="kspark: also print where each run's Spark time goes, stage by "
                              "stage (turns Spark's UI on for its REST API)")
+    parser.add_argument("--floor", choices=FLOORS,
+                        help="throughput, kspark alone: instead of the job, Spark's floor for "
+                             "its query (benchmarks/spark_floor.py): its stages only read their "
+                             "input (read) or not even that (empty)")
     parser.add_argument("--ks-cache-bytes", type=int, default=None,
                         help="Kafka Streams' statestore.cache.max.bytes (default: its default)")
     args = parser.parse_args()
@@ -549,6 +305,11 @@ def main() -> None:
     unknown = [e for e in args.engines if e not in ENGINES]
     if unknown or not args.engines:
         parser.error(f"--engines: choose from {', '.join(ENGINES)}")
+    if args.floor:
+        if args.engines != ["kspark"] or args.mode != "throughput":
+            parser.error("--floor: mode throughput with --engines kspark")
+        install(args.floor)
+        ENGINES["kspark"] = f"floor ({args.floor})"
     if "kstreams" in args.engines:
         jar_path()  # built before anything is measured
     spark = (local_spark(args.master, UI_CONF if args.stages else None)

@@ -26,7 +26,7 @@ import tempfile
 import time
 from typing import Any
 
-from kafka_end_to_end import PARTITIONS, _producer
+from kafka_job import PARTITIONS, make_producer
 from machine import Steal
 
 from kspark import io
@@ -41,7 +41,7 @@ SOURCES = {"kspark": "kspark's kspark_kafka", "spark": "Spark's connector"}
 
 def produce(bootstrap: str, topic: str, n: int, users: int) -> None:
     ensure_topics(bootstrap, [TopicSpec(topic, PARTITIONS)])
-    producer = _producer(bootstrap)
+    producer = make_producer(bootstrap)
     started = time.time()
     base = 1_700_000_000_000
     for user, click, ts in generate_clicks(n, users=users):

@@ -13,7 +13,11 @@ Both engines read the same Parquet files (one file per micro-batch, one file per
 - kspark: a ``StreamsApp`` with a DSL session count, input ``kspark.io.files(format="parquet",
   key_field="key", timestamp_field="ts", partitions=P)``, output a Parquet file topic. Emit
   strategy ``on_window_close`` (final sessions only, the fair comparison with append mode) and
-  ``on_window_update`` with caching (one update per session and micro-batch).
+  ``on_window_update`` with caching (one update per session and micro-batch);
+- with ``--floor``, Spark's floor for kspark's query (``benchmarks/spark_floor.py``): the same
+  query and settings as kspark's ``on_window_close`` run, its stage's processor reading its
+  input and doing nothing else; native's time over the floor's is the highest ratio kspark's
+  stage could reach.
 
 Each engine runs in a process of its own, so that each has its own Spark driver JVM, JIT and
 Python workers, warmed up on a slice of the workload before it is measured; the runs alternate
@@ -49,6 +53,7 @@ import numpy as np
 import pandas as pd
 from machine import Steal, WorkerMemory
 from session_workload import load_gen, session_count_topology
+from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
 VERBOSE = False
@@ -196,7 +201,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--grace-ms", type=int, default=None,
                         help="grace period instead of the workload's (a longer one keeps "
                              "sessions in the store longer: a larger state)")
-    parser.add_argument("--engine", choices=["native", "kspark"], help=argparse.SUPPRESS)
+    parser.add_argument("--floor", choices=FLOORS,
+                        help="also Spark's floor for kspark's query (benchmarks/spark_floor.py): "
+                             "the stage's processor only reads its input (read) or not even "
+                             "that (empty); with on_window_close's settings")
+    parser.add_argument("--engine", choices=["native", "kspark", "floor"],
+                        help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -232,6 +242,9 @@ def measure_engine(args: argparse.Namespace) -> None:
     grace = grace_of(args, gen)
     modes = [] if args.engine == "native" else (
         {"close": [True], "update": [False], "both": [True, False]}[args.emit])
+    if args.engine == "floor":
+        install(args.floor)
+        modes = [True]
 
     def run(path: str, on_close: bool | None) -> dict[str, Any]:
         steal = Steal()
@@ -345,14 +358,28 @@ def main() -> None:
                   f"{rate:,.0f} rec/s{ratio}; {check}; dropped {r['dropped']}; "
                   f"micro-batches {r['batches_run']}; {Steal.text(r['steal'])}; "
                   f"{r['memory']}")
-            summary.append((r["batches"], name, rate, native_rate, adjusted))
+            summary.append((r["batches"], f"kspark {name}", rate, native_rate, adjusted))
+        if args.floor:
+            for r in run_engine("floor", sys.argv[1:]):
+                if r["out"]:
+                    sys.exit(f"the floor run wrote {r['out']} records: its processor was not "
+                             "the floor's")
+                nat = native.get(r["index"])
+                ceiling = "" if nat is None else (
+                    f", native/floor {nat['elapsed'] / r['elapsed']:.2f} (the highest "
+                    f"kspark/native ratio a stage could reach)")
+                print(f"[batches={r['batches']} run {rep + 1}] Spark's floor for kspark's query "
+                      f"({args.floor}): {r['elapsed']:.2f}s {n / r['elapsed']:,.0f} rec/s"
+                      f"{ceiling}; micro-batches {r['batches_run']}; {Steal.text(r['steal'])}")
+                summary.append((r["batches"], f"floor ({args.floor})", n / r["elapsed"],
+                                None if nat is None else n / nat["elapsed"], None))
     print("summary (records/s):")
     for batches, name, rate, native_rate, adjusted in sorted(summary, key=lambda x: x[0]):
         nat = "" if native_rate is None else (
             f" native {native_rate:,.0f} ratio {rate / native_rate:.2f}")
         if adjusted is not None:
             nat += f" steal-adjusted {adjusted:.2f}"
-        print(f"  batches={batches:<3} kspark {name:<25} {rate:>10,.0f}{nat}")
+        print(f"  batches={batches:<3} {name:<32} {rate:>10,.0f}{nat}")
 
 
 if __name__ == "__main__":
