@@ -9,6 +9,10 @@ __version__ = "0.1.0"
 import importlib
 from typing import TYPE_CHECKING
 
+from kspark import compiled as _compiled
+
+_compiled.install()  # before any compiled module is imported: compiled or pure Python
+
 if TYPE_CHECKING:
     from kspark import serdes
     from kspark.config import StreamsConfig

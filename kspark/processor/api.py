@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from kspark._duration import Duration, to_ms
 from kspark.processor.punctuation import Cancellable, PunctuationType, check_interval
 from kspark.records import Record, RecordMetadata
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     pass
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users' processors subclass it
 class Processor:
     """Base class of user processors: ``init`` once, ``process`` per record, ``close`` at end."""
 

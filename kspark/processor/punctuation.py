@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
+
+#: the due time of a queue without schedules: after every timestamp (Kafka's are 64-bit)
+NEVER = 1 << 63
 
 MIN_INTERVAL_MS = 1
 
@@ -78,7 +80,7 @@ class PunctuationQueue:
         self._heap: list[tuple[int, int, PunctuationSchedule]] = []
         self._seq = itertools.count()
         #: the earliest due time in the queue (a cancelled schedule's too), or "never"
-        self.next_due: float = math.inf
+        self.next_due: int = NEVER
 
     def add(self, schedule: PunctuationSchedule) -> None:
         heapq.heappush(self._heap, (schedule.due, next(self._seq), schedule))
@@ -102,5 +104,5 @@ class PunctuationQueue:
             if not schedule.handle.cancelled:
                 schedule.due = schedule.next_due(now)
                 heapq.heappush(self._heap, (schedule.due, next(self._seq), schedule))
-        self.next_due = self._heap[0][0] if self._heap else math.inf
+        self.next_due = self._heap[0][0] if self._heap else NEVER
         return fired

@@ -10,7 +10,6 @@ changelog topic of a logged store (``<application.id>-<store>-changelog``) can b
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -24,6 +23,7 @@ from kspark.serdes import Serde, as_serde, serializer_of
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.testing.internals.chunked_queue import ChunkedQueue
+from kspark.testing.test_record import TestRecord
 from kspark.topology.topology import Topology
 from kspark.windows import Window, Windowed
 
@@ -33,18 +33,6 @@ _Unread = tuple[bytes | None, bytes | None, int, Headers]
 #: the changelog entries are taken from the tasks every this many records + 1 of a topic:
 #: before the collector moves them to its oldest generation, not at a cost every record
 _KEEP_EVERY = 63
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    """A record read from (or piped into) a test topic."""
-
-    __test__ = False  # not a pytest test class
-
-    key: Any
-    value: Any
-    timestamp: int | None = None
-    headers: Headers = ()
 
 
 class TopologyTestDriver:
