@@ -42,6 +42,8 @@ class OptionalBuildExt(build_ext):
     Python); records each compiled source's digest (``kspark.compiled.BUILD_RECORD``)."""
 
     def run(self) -> None:
+        if not self.extensions:  # pure Python, already recorded
+            return
         try:
             super().run()
         except Exception as exc:  # a missing compiler or header

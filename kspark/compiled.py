@@ -30,6 +30,8 @@ from types import ModuleType
 
 #: the modules compiled with mypyc: what every record goes through
 MODULES: tuple[str, ...] = (
+    "kspark.records",
+    "kspark.windows",
     "kspark.processor.api",
     "kspark.processor.punctuation",
     "kspark.runtime.context",

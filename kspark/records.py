@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, NamedTuple
+
+from kspark.frozen import pure_python_class, reduce_frozen, slot_setters
 
 
 class KeyValue(NamedTuple):
@@ -43,27 +45,48 @@ def to_headers(headers: Any) -> Headers:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True, init=False)
 class Record:
-    """A record flowing through a topology: key, value, timestamp (ms) and headers.
+    """A record flowing through a topology: key, value, timestamp (ms) and headers; immutable,
+    equal and hashed by value.
 
     A record forwarded with ``timestamp=None`` takes the timestamp of the record (or the
     punctuation time) being processed."""
 
+    __slots__ = ("headers", "key", "timestamp", "value")
     key: Any
     value: Any
-    timestamp: int | None = None
-    headers: Headers = ()
+    timestamp: int | None
+    headers: Headers
 
     def __init__(
         self, key: Any, value: Any, timestamp: int | None = None, headers: Any = ()
     ) -> None:
-        # the slots set directly (a frozen dataclass's own __init__ goes through
-        # object.__setattr__ and __post_init__, the same result at twice the cost)
-        _set_key(self, key)
-        _set_value(self, value)
-        _set_timestamp(self, timestamp)
-        _set_headers(self, headers if isinstance(headers, tuple) else to_headers(headers))
+        self.key = key
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = headers if isinstance(headers, tuple) else to_headers(headers)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.key == other.key and self.value == other.value
+                and self.timestamp == other.timestamp and self.headers == other.headers)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.value, self.timestamp, self.headers))
+
+    def __repr__(self) -> str:
+        return (f"Record(key={self.key!r}, value={self.value!r}, "
+                f"timestamp={self.timestamp!r}, headers={self.headers!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Record, (self.key, self.value, self.timestamp, self.headers)
 
     def with_key(self, key: Any) -> Record:
         return Record(key, self.value, self.timestamp, self.headers)
@@ -78,10 +101,18 @@ class Record:
         return Record(self.key, self.value, self.timestamp, to_headers(headers))
 
 
-_set_key = Record.__dict__["key"].__set__
-_set_value = Record.__dict__["value"].__set__
-_set_timestamp = Record.__dict__["timestamp"].__set__
-_set_headers = Record.__dict__["headers"].__set__
+if pure_python_class(Record):
+    _set_key, _set_value, _set_timestamp, _set_headers = slot_setters(
+        Record, "key", "value", "timestamp", "headers")
+
+    def _record_init(self: Record, key: Any, value: Any, timestamp: int | None = None,
+                     headers: Any = ()) -> None:
+        _set_key(self, key)
+        _set_value(self, value)
+        _set_timestamp(self, timestamp)
+        _set_headers(self, headers if isinstance(headers, tuple) else to_headers(headers))
+
+    setattr(Record, "__init__", _record_init)  # noqa: B010
 
 
 def event_time(record: Record) -> int:
@@ -100,3 +131,6 @@ class RecordMetadata:
     topic: str
     partition: int
     offset: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)

@@ -2,51 +2,113 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from enum import Enum
 from typing import Any
 
 from kspark._duration import Duration, to_ms
+from kspark.frozen import pure_python_class, reduce_frozen, slot_setters
 
 
-@dataclass(frozen=True, slots=True, order=True, init=False)
 class Window:
     """A time window ``[start, end]`` in ms. Session windows are inclusive at both ends; time
-    windows are ``[start, end)``. Equality and hashing by value."""
+    windows are ``[start, end)``. Immutable; equal, hashed and ordered by ``(start, end)``."""
 
+    __slots__ = ("end", "start")
     start: int
     end: int
 
     def __init__(self, start: int, end: int) -> None:
-        # the slots set directly, as a frozen dataclass's own __init__ would set them
+        if end < start:
+            raise ValueError(f"window end {end} is before its start {start}")
+        self.start = start
+        self.end = end
+
+    def overlaps(self, other: Window) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Window):
+            return NotImplemented
+        return self.start == other.start and self.end == other.end
+
+    def __lt__(self, other: Window) -> bool:
+        return (self.start, self.end) < (other.start, other.end)
+
+    def __le__(self, other: Window) -> bool:
+        return (self.start, self.end) <= (other.start, other.end)
+
+    def __gt__(self, other: Window) -> bool:
+        return (self.start, self.end) > (other.start, other.end)
+
+    def __ge__(self, other: Window) -> bool:
+        return (self.start, self.end) >= (other.start, other.end)
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.end))
+
+    def __repr__(self) -> str:
+        return f"Window(start={self.start!r}, end={self.end!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Window, (self.start, self.end)
+
+
+class Windowed:
+    """A key together with the window it was aggregated in; immutable, equal and hashed by
+    value."""
+
+    __slots__ = ("key", "window")
+    key: Any
+    window: Window
+
+    def __init__(self, key: Any, window: Window) -> None:
+        self.key = key
+        self.window = window
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Windowed):
+            return NotImplemented
+        return self.key == other.key and self.window == other.window
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.window.start, self.window.end))
+
+    def __repr__(self) -> str:
+        return f"Windowed({self.key!r}, [{self.window.start}, {self.window.end}])"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Windowed, (self.key, self.window)
+
+
+if pure_python_class(Window):
+    _set_start, _set_end = slot_setters(Window, "start", "end")
+    _set_key, _set_window = slot_setters(Windowed, "key", "window")
+
+    def _window_init(self: Window, start: int, end: int) -> None:
         if end < start:
             raise ValueError(f"window end {end} is before its start {start}")
         _set_start(self, start)
         _set_end(self, end)
 
-    def overlaps(self, other: Window) -> bool:
-        return self.start <= other.end and other.start <= self.end
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class Windowed:
-    """A key together with the window it was aggregated in."""
-
-    key: Any
-    window: Window
-
-    def __init__(self, key: Any, window: Window) -> None:
+    def _windowed_init(self: Windowed, key: Any, window: Window) -> None:
         _set_key(self, key)
         _set_window(self, window)
 
-    def __repr__(self) -> str:
-        return f"Windowed({self.key!r}, [{self.window.start}, {self.window.end}])"
-
-
-_set_start = Window.__dict__["start"].__set__
-_set_end = Window.__dict__["end"].__set__
-_set_key = Windowed.__dict__["key"].__set__
-_set_window = Windowed.__dict__["window"].__set__
+    setattr(Window, "__init__", _window_init)  # noqa: B010
+    setattr(Windowed, "__init__", _windowed_init)  # noqa: B010
 
 
 def _positive(value: Duration, what: str) -> int:
@@ -69,6 +131,9 @@ class SessionWindows:
 
     inactivity_gap_ms: int
     grace_ms: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
 
     def __post_init__(self) -> None:
         if self.inactivity_gap_ms <= 0:
@@ -96,6 +161,9 @@ class TimeWindows:
     size_ms: int
     grace_ms: int
     advance_ms: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
 
     def __post_init__(self) -> None:
         if self.size_ms <= 0:
@@ -146,6 +214,9 @@ class SlidingWindows:
     time_difference_ms: int
     grace_ms: int
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
+
     def __post_init__(self) -> None:
         if self.time_difference_ms <= 0:
             raise ValueError(f"time difference must be > 0 ms, got {self.time_difference_ms}")
@@ -175,6 +246,9 @@ class EmitStrategy:
     """When a windowed aggregation forwards results: on every update or once on close."""
 
     type: EmitType
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
 
     @classmethod
     def on_window_update(cls) -> EmitStrategy:

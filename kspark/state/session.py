@@ -66,16 +66,15 @@ class InMemorySessionStore(SegmentedStore):
         if key is None:
             raise ValueError(f"store {self.name!r}: key must not be None")
 
-    def _check_windowed(self, windowed: Any) -> None:
-        if not isinstance(windowed, Windowed):
-            raise TypeError(f"store {self.name!r}: expected a Windowed key, got {windowed!r}")
-
     # -- writes ------------------------------------------------------------------------------
-    def put(self, windowed: Windowed, agg: Any, timestamp: int | None = None) -> None:
+    def put(self, windowed: object, agg: Any, timestamp: int | None = None) -> None:
         """Store ``agg`` for the session ``windowed`` (``None`` removes it). ``timestamp``
         defaults to the session end."""
-        self._check_writable(None if windowed is None else windowed.key)
-        self._check_windowed(windowed)
+        # ``windowed`` is checked here, for an error naming the store (typed as ``Windowed``,
+        # the compiled module would refuse anything else with a bare TypeError)
+        self._check_writable(windowed.key if isinstance(windowed, Windowed) else None)
+        if not isinstance(windowed, Windowed):
+            raise TypeError(f"store {self.name!r}: expected a Windowed key, got {windowed!r}")
         self._put(windowed, agg, windowed.window.end if timestamp is None else timestamp)
 
     def _put(self, windowed: Windowed, agg: Any, ts: int, emptied: list[int] | None = None
@@ -94,7 +93,7 @@ class InMemorySessionStore(SegmentedStore):
         # stream time, and the changelog must carry that to rebuild the store exactly.
         self._changed(windowed, old, agg, ts)
 
-    def remove(self, windowed: Windowed, timestamp: int | None = None) -> None:
+    def remove(self, windowed: object, timestamp: int | None = None) -> None:
         """Remove the session ``windowed``."""
         self.put(windowed, None, timestamp)
 

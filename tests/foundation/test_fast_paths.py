@@ -153,7 +153,7 @@ def test_records_and_windows_behave_as_frozen_dataclasses():
     record = Record("k", 1, headers={"h": "v"})
     assert record == Record(key="k", value=1, timestamp=None, headers=(("h", b"v"),))
     assert Record("k", 1).headers == ()
-    assert dataclasses.replace(record, value=2).value == 2
+    assert record.with_value(2) == Record("k", 2, headers={"h": "v"})
     assert hash(Record("k", 1, 5)) == hash(Record("k", 1, 5))
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.key = "other"  # type: ignore[misc]

@@ -5,7 +5,7 @@ sliding window aggregations (store access, forwarding, emission on window close)
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kspark._duration import to_ms
 from kspark.dsl.internals.aggregations import Aggregation
@@ -149,17 +149,21 @@ def emit_strategy_type(emit_strategy: EmitStrategy | None) -> EmitType:
     return emit_strategy.type
 
 
-class WindowedAggregateBase(Processor, StreamTimeFollower):
+#: the windows specification of a windowed aggregation
+W = TypeVar("W", TimeWindows, SlidingWindows)
+
+
+class WindowedAggregateBase(Processor, StreamTimeFollower, Generic[W]):
     """Store access and forwarding shared by the time and sliding window aggregations."""
 
     #: the windows class the aggregation takes
     windows_type: type = object
-    windows: TimeWindows | SlidingWindows
+    windows: W
 
     def __init__(
         self,
         store_name: str,
-        windows: TimeWindows | SlidingWindows,
+        windows: W,
         aggregation: Aggregation,
         emit_strategy: EmitStrategy | None = None,
     ) -> None:

@@ -49,11 +49,10 @@ def sliding_window_store_builder(
         store_name, opts, max(retention, minimum + 1), windows.time_difference_ms)
 
 
-class SlidingWindowAggregateProcessor(WindowedAggregateBase):
+class SlidingWindowAggregateProcessor(WindowedAggregateBase[SlidingWindows]):
     """Aggregates records into sliding windows."""
 
     windows_type = SlidingWindows
-    windows: SlidingWindows
 
     def process(self, record: Record) -> None:
         if drop_null(self.context, record):

@@ -43,11 +43,10 @@ def time_window_store_builder(
     return window_store_builder(store_name, opts, retention, windows.size_ms)
 
 
-class TimeWindowAggregateProcessor(WindowedAggregateBase):
+class TimeWindowAggregateProcessor(WindowedAggregateBase[TimeWindows]):
     """Aggregates records into tumbling or hopping windows (docs/semantics.md §3)."""
 
     windows_type = TimeWindows
-    windows: TimeWindows
 
     def process(self, record: Record) -> None:
         if drop_null(self.context, record, values=False):
