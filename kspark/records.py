@@ -22,6 +22,15 @@ class Change(NamedTuple):
     old_value: Any
 
 
+_tuple_new = tuple.__new__
+
+
+def change(new_value: Any, old_value: Any) -> Change:
+    """``Change(new_value, old_value)``, made without the named tuple's Python ``__new__``
+    (per-record paths)."""
+    return _tuple_new(Change, (new_value, old_value))
+
+
 class ValueAndTimestamp(NamedTuple):
     """A stored value with the timestamp of the record that last wrote it."""
 

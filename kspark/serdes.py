@@ -325,6 +325,17 @@ class SessionWindowed(Serde):
         key = self.inner.serialize(value.key) or b""
         return key + _END_START.pack(value.window.end, value.window.start)
 
+    def serializer(self) -> Callable[[Any], bytes | None]:
+        if type(self) is not SessionWindowed:
+            return self.serialize
+        inner, pack = serializer_of(self.inner), _END_START.pack
+
+        def fast(value: Windowed) -> bytes:
+            window = value.window
+            return (inner(value.key) or b"") + pack(window.end, window.start)
+
+        return _with_shortcut(self.serialize, Windowed, fast, Exception)
+
     def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
         if type(values) is not list and isinstance(values, WindowedKeys):
             return _windowed_columns(self, values, (values.ends, values.starts))

@@ -16,7 +16,7 @@ from kspark.dsl.internals.stateless import OneToOne, pair
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import ColumnMapper
 from kspark.record_columns import NewValues, RecordColumns
-from kspark.records import Change, Record, event_time
+from kspark.records import Change, Record, change, event_time
 from kspark.state.key_value import InMemoryKeyValueStore
 
 
@@ -42,10 +42,10 @@ def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False
     with that timestamp (``at_window_end``: with the end of the key's window)."""
 
     def forward(entries: list[tuple[Any, Any, Any, int]]) -> None:
-        context.forward_all([Record(k, Change(new, old), ts) for k, new, old, ts in entries])
+        context.forward_all([Record(k, change(new, old), ts) for k, new, old, ts in entries])
 
     def forward_at_end(entries: list[tuple[Any, Any, Any, int]]) -> None:
-        context.forward_all([Record(k, Change(new, old), k.window.end)
+        context.forward_all([Record(k, change(new, old), k.window.end)
                              for k, new, old, _ in entries])
 
     return forward_at_end if at_window_end else forward
@@ -66,7 +66,7 @@ class DropNullKeyProcessor(Processor):
 
 # -- KTable ----------------------------------------------------------------------------------
 class TableWriter:
-    """Writes a KTable's key-value store and forwards ``Change(new, old)``: immediately with
+    """Writes a KTable's key-value store and forwards ``change(new, old)``: immediately with
     caching off, from the store's flush listener at commit with caching on."""
 
     def __init__(self, context: ProcessorContext, store: InMemoryKeyValueStore) -> None:
@@ -77,7 +77,7 @@ class TableWriter:
         """Store ``new`` (``None`` deletes) and forward unless caching defers it."""
         self.store.put(key, new, timestamp)
         if not self.caching and (new is not None or old is not None):
-            self.context.forward(Record(key, Change(new, old), timestamp))
+            self.context.forward(Record(key, change(new, old), timestamp))
 
 
 class _StoreProcessor(Processor):
@@ -118,16 +118,16 @@ class _TableValueProcessor(Processor):
         raise NotImplementedError
 
     def process(self, record: Record) -> None:
-        change: Change = record.value
-        new = self.compute(record.key, change.new_value)
+        update: Change = record.value
+        new = self.compute(record.key, update.new_value)
         if self.writer is not None:
             old = self.writer.store.get(record.key)
             self.writer.put(record.key, new, old, event_time(record))
             return
-        old = self.compute(record.key, change.old_value)
+        old = self.compute(record.key, update.old_value)
         if new is None and old is None:
             return
-        self.context.forward(record.with_value(Change(new, old)))
+        self.context.forward(record.with_value(change(new, old)))
 
 
 class TableFilterProcessor(_TableValueProcessor):
@@ -192,17 +192,17 @@ class TableRepartitionMapProcessor(Processor):
         return key, selected
 
     def process(self, record: Record) -> None:
-        change: Change = record.value
-        old = self._select(record, change.old_value, count=False)
-        new = self._select(record, change.new_value, count=True)
+        update: Change = record.value
+        old = self._select(record, update.old_value, count=False)
+        new = self._select(record, update.new_value, count=True)
         ts = record.timestamp
         if old is not None and new is not None and old[0] == new[0]:
-            self.context.forward(Record(new[0], Change(new[1], old[1]), ts))
+            self.context.forward(Record(new[0], change(new[1], old[1]), ts))
             return
         if old is not None:
-            self.context.forward(Record(old[0], Change(None, old[1]), ts))
+            self.context.forward(Record(old[0], change(None, old[1]), ts))
         if new is not None:
-            self.context.forward(Record(new[0], Change(new[1], None), ts))
+            self.context.forward(Record(new[0], change(new[1], None), ts))
 
 
 # -- aggregations ----------------------------------------------------------------------------
@@ -253,20 +253,20 @@ class TableAggregateProcessor(_StoreProcessor):
         self.initializer, self.adder, self.subtractor = initializer, adder, subtractor
 
     def process(self, record: Record) -> None:
-        key, change = record.key, record.value
+        key, update = record.key, record.value
         if key is None:
             drop_null(self.context, record, "key", f"in aggregation {self.store_name!r}")
             return
         old = self.store.get_with_timestamp(key)
         old_agg = None if old is None else old.value
         ts = event_time(record)
-        if old is not None and change.old_value is not None and old_agg is not None:
-            inter = self.subtractor(key, change.old_value, old_agg)
+        if old is not None and update.old_value is not None and old_agg is not None:
+            inter = self.subtractor(key, update.old_value, old_agg)
             ts = max(ts, old.timestamp)
         else:
             inter = old_agg
-        if change.new_value is not None:
-            new_agg = self.adder(key, change.new_value,
+        if update.new_value is not None:
+            new_agg = self.adder(key, update.new_value,
                                  inter if inter is not None else self.initializer())
             if old is not None:
                 ts = max(ts, old.timestamp)

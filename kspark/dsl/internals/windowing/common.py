@@ -13,7 +13,7 @@ from kspark.dsl.internals.processors import change_forwarder
 from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
-from kspark.records import Change, Record
+from kspark.records import Record, change
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, EmitType, SlidingWindows, TimeWindows, Window, Windowed
 
@@ -185,7 +185,7 @@ class WindowedAggregateBase(Processor, StreamTimeFollower, Generic[W]):
     def forward_update(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
         """Forward an update now unless caching (flush listener) or on_window_close owns it."""
         if not self.emit_final and not self.caching:
-            self.context.forward(Record(windowed, Change(new, old), timestamp))
+            self.context.forward(Record(windowed, change(new, old), timestamp))
 
     def closed_windows(self, lo: int, hi: int) -> list[tuple[Windowed, Any, int]]:
         """``(windowed, agg, timestamp)`` of every stored window with ``lo <= start <= hi``,
@@ -212,5 +212,5 @@ class WindowedAggregateBase(Processor, StreamTimeFollower, Generic[W]):
 
     def emit_final_results(self, pending: list[tuple[Windowed, Any, int]], close: int) -> None:
         for windowed, agg, timestamp in pending:
-            self.context.forward(Record(windowed, Change(agg, None), timestamp))
+            self.context.forward(Record(windowed, change(agg, None), timestamp))
         self.state[LAST_EMIT] = close

@@ -36,7 +36,7 @@ from kspark.dsl.internals.windowing.session_batch import SessionBatch
 from kspark.dsl.internals.windowing.session_merge import merged_session
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import BatchProcessor, RecordBatch, StreamTimeFollower
-from kspark.records import Change, Record, event_time
+from kspark.records import Record, change, event_time
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.state.session import InMemorySessionStore
 from kspark.windows import EmitStrategy, EmitType, SessionWindows, Window, Windowed
@@ -130,11 +130,11 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
                 for e, s, old in found if removed else ():
                     windowed = Windowed(key, Window(s, e))
                     store.remove(windowed, ts)  # logged, as Kafka Streams, at the record's time
-                    self.context.forward(Record(windowed, Change(None, old), e))
+                    self.context.forward(Record(windowed, change(None, old), e))
                 agg = self.aggregator(key, record.value, agg)
                 windowed = Windowed(key, Window(start, end))
                 store.put(windowed, agg, ts)
-                self.context.forward(Record(windowed, Change(agg, None), end))
+                self.context.forward(Record(windowed, change(agg, None), end))
             pending = self.pending_closes
             if pending is not None:
                 for e, s in removed:
@@ -144,7 +144,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
         if closed is not None:
             for windowed, final in closed:
                 if not removed or (windowed.window.end, windowed.window.start) not in removed:
-                    self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
+                    self.context.forward(Record(windowed, change(final, None), windowed.window.end))
             self.state[LAST_EMIT] = close
 
     def advance_stream_time(self, timestamp: int) -> None:
@@ -156,7 +156,7 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
             closed = self._closed_sessions(close)
             if closed is not None:
                 for windowed, final in closed:
-                    self.context.forward(Record(windowed, Change(final, None), windowed.window.end))
+                    self.context.forward(Record(windowed, change(final, None), windowed.window.end))
                 self.state[LAST_EMIT] = close
 
     def _closed_sessions(self, close: int) -> list[tuple[Windowed, Any]] | None:
