@@ -6,6 +6,8 @@ compiler is at hand, pure Python otherwise (metadata in pyproject.toml).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import runpy
@@ -68,12 +70,18 @@ def extensions() -> list:
     if os.environ.get(compiled["PURE_PYTHON"], "") not in ("", "0"):
         pure(f"{compiled['PURE_PYTHON']} was set")
         return []
+    report = io.StringIO()
     try:
         from mypyc.build import mypycify
 
-        return mypycify(SOURCES, opt_level="3", group_name="kspark._core")
+        # an isolated build has the modules' dependencies missing: their types are then Any
+        with contextlib.redirect_stdout(report):
+            return mypycify(["--ignore-missing-imports", *SOURCES], opt_level="3",
+                            group_name="kspark._core")
     except (Exception, SystemExit) as exc:  # mypy missing, or the type check failed
-        pure(f"mypyc could not translate the modules ({type(exc).__name__}: {exc})"[:500])
+        errors = " | ".join(report.getvalue().splitlines()[:5])
+        pure(f"mypyc could not translate the modules ({type(exc).__name__}: {exc}; {errors})"
+             [:800])
         return []
 
 

@@ -7,17 +7,21 @@ every 60 s of stream time).
 Prints records/s of each run (piping serialized input, processing, punctuating and committing
 after every record, as the driver does) and the best run; with ``--kafka-streams`` also Kafka
 Streams 4.3.1's own ``TopologyTestDriver`` on the same clicks (``kspark.anchor.DriverClickCounter``
-of ``benchmarks/kafka-streams-anchor/``, the example's processor in Java), side by side.
+of ``benchmarks/kafka-streams-anchor/``, the example's processor in Java), side by side; with
+``--pure-python-too`` kspark once more as pure Python (``KSPARK_PURE_PYTHON=1``,
+``benchmarks/pure_python.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from kafka_streams_anchor import run_test_driver
 from machine import Steal, load_text
+from pure_python import add_option, core_mode, run_pure
 
 from kspark import serdes
 from kspark.examples import click_counter
@@ -43,7 +47,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kafka-streams", action="store_true",
                         help="also Kafka Streams' own TopologyTestDriver on the same clicks")
+    add_option(parser)
     args = parser.parse_args()
+    print(core_mode())
     # a tuple: once the collector stops tracking it, the input adds nothing to its collections
     records = tuple(click_counter.generate_clicks(args.records, users=args.users))
     steal = Steal()
@@ -69,6 +75,8 @@ def main() -> None:
         print(f"Kafka Streams TopologyTestDriver best: {theirs:,.0f} rec/s; kspark "
               f"{best / theirs:.2f}x")
     print(f"CPU {Steal.text(steal.fraction())}, {load_text()}")
+    if args.pure_python_too:
+        run_pure(__file__, sys.argv[1:], drop=("--kafka-streams",))
 
 
 if __name__ == "__main__":

@@ -10,18 +10,21 @@ and a key-value count with caching; with ``--parts`` the same count without its 
 without its sink, and without both (what each part of a record's path costs); with
 ``--kafka-streams`` Kafka Streams 4.3.1's own ``TopologyTestDriver`` on the same records
 (``kspark.anchor.DriverSessionCount`` of ``benchmarks/kafka-streams-anchor/``, built once and
-cached), side by side, with the records each engine wrote compared.
+cached), side by side, with the records each engine wrote compared; with ``--pure-python-too``
+kspark once more as pure Python (``KSPARK_PURE_PYTHON=1``, ``benchmarks/pure_python.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
 import pandas as pd
 from kafka_streams_anchor import run_test_driver
 from machine import Steal, load_text
+from pure_python import add_option, core_mode, run_pure
 from session_workload import load_gen, session_count_topology
 
 from kspark import EmitStrategy, Materialized, SessionWindows, StreamsBuilder, serdes
@@ -133,7 +136,9 @@ def main() -> None:
     parser.add_argument("--kafka-streams-store", choices=["rocksdb", "in_memory"],
                         default="rocksdb", help="Kafka Streams' DSL store type (its default: "
                         "rocksdb; kspark's stores are in memory)")
+    add_option(parser)
     args = parser.parse_args()
+    print(core_mode())
     gen = load_gen()
     frame = pd.read_parquet(gen.make(args.records, args.keys))
     steal = Steal()
@@ -180,6 +185,8 @@ def main() -> None:
                       + (" (on close Kafka Streams' store can drop a session before it is "
                          "emitted: README, deviations on purpose)" if on_close else ""))
     print(f"CPU {Steal.text(steal.fraction())}, {load_text()}")
+    if args.pure_python_too:
+        run_pure(__file__, sys.argv[1:], drop=("--kafka-streams", "--baselines", "--parts"))
 
 
 if __name__ == "__main__":

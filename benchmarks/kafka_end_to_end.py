@@ -75,6 +75,7 @@ from kafka_streams_anchor import (
     prepare_coordinators,
 )
 from machine import Steal, load_text
+from pure_python import core_mode
 from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
@@ -300,6 +301,7 @@ def main() -> None:
     parser.add_argument("--ks-cache-bytes", type=int, default=None,
                         help="Kafka Streams' statestore.cache.max.bytes (default: its default)")
     args = parser.parse_args()
+    print(core_mode())
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     CONFIG.update(kv.split("=", 1) for kv in args.conf)
     unknown = [e for e in args.engines if e not in ENGINES]

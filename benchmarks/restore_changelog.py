@@ -29,6 +29,7 @@ from typing import Any
 
 from kafka_streams_anchor import run_main
 from machine import Steal, load_text
+from pure_python import core_mode
 from spark_stages import UI_CONF, print_stage_summary
 
 DAY = 86_400_000
@@ -197,6 +198,7 @@ def main() -> None:
     parser.add_argument("--kafka-streams", action="store_true",
                         help="with --source kafka: Kafka Streams restores the same store too")
     args = parser.parse_args()
+    print(core_mode())
     if args.kafka_streams and args.source != "kafka":
         parser.error("--kafka-streams needs --source kafka")
 

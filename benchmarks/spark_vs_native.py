@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from machine import Steal, WorkerMemory
+from pure_python import core_mode
 from session_workload import load_gen, session_count_topology
 from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
@@ -315,6 +316,7 @@ def main() -> None:
     if args.engine:
         measure_engine(args)
         return
+    print(core_mode())
 
     gen = load_gen()
     n, k = args.records, args.keys
