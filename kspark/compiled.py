@@ -32,6 +32,7 @@ from types import ModuleType
 MODULES: tuple[str, ...] = (
     "kspark.records",
     "kspark.windows",
+    "kspark.serdes",
     "kspark.processor.api",
     "kspark.processor.punctuation",
     "kspark.runtime.context",

@@ -4,12 +4,16 @@ Failures raise :class:`~kspark.errors.SerializationError` naming the serde and t
 
 from __future__ import annotations
 
+import contextlib
+import copyreg
 import json
 import json.scanner
 import pickle
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from mypy_extensions import mypyc_attr
 
 from kspark.errors import SerializationError
 from kspark.record_columns import WindowedKeys
@@ -17,6 +21,9 @@ from kspark.windows import Window, Windowed
 
 if TYPE_CHECKING:
     import numpy as np
+
+#: what deserializers take: bytes, or any bytes-like object (a copy is decoded)
+Data = bytes | bytearray | memoryview
 
 _LONG = struct.Struct(">q")
 _JSON_DECODER = json.JSONDecoder()
@@ -62,13 +69,15 @@ def _with_shortcut(
     return convert
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class Serde:
     """Base class: subclasses implement ``_serialize`` and ``_deserialize``."""
 
-    name = "Serde"
+    # class attributes that subclasses set (ClassVar: compiled, they stay on the class)
+    name: ClassVar[str] = "Serde"
     #: bytes at the end of a serialized key that the partitioner ignores: a windowed key goes
     #: to the partition of its inner key, as Kafka Streams' ``WindowedStreamPartitioner`` sends it
-    partition_suffix_bytes = 0
+    partition_suffix_bytes: ClassVar[int] = 0
 
     @property
     def pure(self) -> bool:
@@ -93,13 +102,13 @@ class Serde:
         serialize = self.serialize
         return [serialize(v) for v in values]
 
-    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+    def deserialize_all(self, data: Sequence[Data | None]) -> list[Any]:
         """:meth:`deserialize` of each item (subclasses may do it faster, with the same
         results and errors)."""
         deserialize = self.deserialize
         return [deserialize(d) for d in data]
 
-    def deserialize(self, data: bytes | None) -> Any:
+    def deserialize(self, data: Data | None) -> Any:
         if data is None:
             return None
         try:
@@ -131,12 +140,17 @@ class Serde:
         return f"{self.name}()"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and vars(self) == vars(other)
+        return type(self) is type(other) and _state(self) == _state(other)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # made without __init__, then given every attribute (a subclass's too)
+        return copyreg.__newobj__, (type(self),), _state(self)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash(type(self))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class String(Serde):
     name = "String"
 
@@ -171,15 +185,16 @@ class String(Serde):
         except UnicodeEncodeError:
             return super().serialize_all(values)  # names the item at fault
 
-    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+    def deserialize_all(self, data: Sequence[Data | None]) -> list[Any]:
         if type(self) is not String:
             return super().deserialize_all(data)
         try:
-            return [None if d is None else d.decode("utf-8") for d in data]
+            return [None if d is None else str(d, "utf-8") for d in data]
         except (UnicodeDecodeError, AttributeError):
             return super().deserialize_all(data)  # names the item at fault
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class Long(Serde):
     """64-bit signed big-endian integer, as Kafka's ``LongSerde``."""
 
@@ -224,6 +239,7 @@ class Long(Serde):
         return deserialize
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class Double(Serde):
     name = "Double"
 
@@ -242,6 +258,7 @@ class Double(Serde):
         return struct.unpack(">d", data)[0]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class Bytes(Serde):
     name = "Bytes"
 
@@ -258,6 +275,7 @@ class Bytes(Serde):
         return data
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class Json(Serde):
     """UTF-8 JSON; any JSON-encodable value."""
 
@@ -310,6 +328,7 @@ class Json(Serde):
         return deserialize
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class SessionWindowed(Serde):
     """``Windowed`` keys of session windows: inner key bytes, then end and start (8 bytes each)."""
 
@@ -351,6 +370,7 @@ class SessionWindowed(Serde):
         return f"SessionWindowed({self.inner!r})"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class TimeWindowed(Serde):
     """``Windowed`` keys of time windows: inner key bytes, then the start (8 bytes)."""
 
@@ -386,6 +406,7 @@ class TimeWindowed(Serde):
         return f"TimeWindowed({self.inner!r}, {self.window_size})"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
 class Pickle(Serde):
     """Any picklable value, with pickle's highest protocol. For kspark's internal topics only:
     never deserialize data from an untrusted source with it."""
@@ -402,7 +423,7 @@ class Pickle(Serde):
     def _deserialize(self, data: bytes) -> Any:
         return pickle.loads(data)  # internal topics only
 
-    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+    def deserialize_all(self, data: Sequence[Data | None]) -> list[Any]:
         if type(self) is not Pickle:
             return super().deserialize_all(data)
         loads = pickle.loads
@@ -410,6 +431,16 @@ class Pickle(Serde):
             return [None if d is None else loads(d) for d in data]
         except Exception:
             return super().deserialize_all(data)  # names the item at fault
+
+
+def _state(serde: Serde) -> dict[str, Any]:
+    """A serde's attributes, what it is compared and pickled by, wherever they are kept: a
+    compiled serde's in slots of its own (its ``__getstate__``), a serde defined in Python (a
+    user's subclass) in its ``__dict__``."""
+    state = dict(cast(dict[str, Any], serde.__getstate__() or {}))
+    with contextlib.suppress(TypeError):  # a compiled serde has no __dict__
+        state.update(vars(serde))
+    return state
 
 
 def _window(start: int, end: int) -> Window:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import struct
 from datetime import timedelta
 
@@ -140,3 +141,35 @@ def test_murmur2_matches_kafkas_reference_values():
              bytes([ord("a"), ord("b"), ord("c")]): 479470107}
     for data, expected in cases.items():
         assert murmur2(data) == expected
+
+
+class _Prefixed(serdes.String):
+    """A user's serde: a subclass of a built-in one with an attribute of its own."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def _serialize(self, value: object) -> bytes:
+        return self.prefix.encode() + super()._serialize(value)
+
+
+SERDES = [serdes.String(), serdes.Long(), serdes.Double(), serdes.Bytes(), serdes.Json(),
+          serdes.Pickle(), serdes.SessionWindowed(serdes.String()),
+          serdes.TimeWindowed(serdes.Long(), 10), _Prefixed("p-")]
+
+
+@pytest.mark.parametrize("serde", SERDES, ids=lambda s: type(s).__name__)
+def test_serdes_pickle_with_every_attribute_and_compare_by_them(serde):
+    # topologies travel to Spark's workers pickled (cloudpickle), their serdes with them
+    from pyspark import cloudpickle
+
+    for copy in (pickle.loads(pickle.dumps(serde)), pickle.loads(cloudpickle.dumps(serde))):
+        assert type(copy) is type(serde)
+        assert copy == serde
+        if isinstance(serde, _Prefixed):
+            assert copy.prefix == serde.prefix
+    assert _Prefixed("p-").serialize("k") == b"p-k"
+    assert pickle.loads(pickle.dumps(_Prefixed("q-"))).serialize("k") == b"q-k"
+    assert _Prefixed("p-") != _Prefixed("q-")
+    assert serdes.TimeWindowed(serdes.Long(), 10) != serdes.TimeWindowed(serdes.Long(), 11)
+    assert serdes.SessionWindowed(serdes.String()) != serdes.SessionWindowed(serdes.Long())

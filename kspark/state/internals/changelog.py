@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from kspark.serdes import Pickle, Serde, as_serde
+from kspark.serdes import Data, Pickle, Serde, as_serde
 from kspark.windows import Window, Windowed
 
 
@@ -216,7 +216,7 @@ class ChangelogKeySerde(_CodecSerde):
     def _deserialize(self, data: bytes) -> Any:
         return self.codec.decode_key(data)
 
-    def deserialize_all(self, data: Sequence[bytes | None]) -> list[Any]:
+    def deserialize_all(self, data: Sequence[Data | None]) -> list[Any]:
         if any(d is None for d in data):
             return super().deserialize_all(data)
         try:
