@@ -5,7 +5,8 @@
 dataclass's does. Compiled with mypyc (:mod:`kspark.compiled`), their ``__init__`` stores the
 attributes directly and never calls ``__setattr__``; as pure Python it would, so their modules
 give them, in pure Python only, an ``__init__`` that sets the slots through the slots'
-descriptors (:func:`slot_setters`), the fastest way CPython has.
+descriptors (:func:`slot_setters`), the fastest way CPython has. Each class defines its own
+``__setattr__``: inherited from a base class, it would catch the compiled stores too.
 """
 
 from __future__ import annotations
