@@ -35,6 +35,7 @@ MODULES: tuple[str, ...] = (
     "kspark.serdes",
     "kspark.processor.api",
     "kspark.processor.punctuation",
+    "kspark.runtime.changelog_entries",
     "kspark.runtime.context",
     "kspark.runtime.forwarding",
     "kspark.runtime.punctuator",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 from kspark.frozen import pure_python_class, reduce_frozen, slot_setters
 
 
@@ -54,6 +56,9 @@ def to_headers(headers: Any) -> Headers:
     return tuple(out)
 
 
+# compiled: not tracked by the garbage collector (immutable, so no cycle can run through
+# one unless a mutable key or value is later made to hold it), one freed instance reused
+@mypyc_attr(acyclic=True, free_list_len=1)
 class Record:
     """A record flowing through a topology: key, value, timestamp (ms) and headers; immutable,
     equal and hashed by value.

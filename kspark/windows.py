@@ -6,10 +6,15 @@ from dataclasses import FrozenInstanceError, dataclass
 from enum import Enum
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from kspark._duration import Duration, to_ms
 from kspark.frozen import pure_python_class, reduce_frozen, slot_setters
 
 
+# compiled: not tracked by the garbage collector (immutable, so no cycle can run through
+# one unless a mutable key or value is later made to hold it), one freed instance reused
+@mypyc_attr(acyclic=True, free_list_len=1)
 class Window:
     """A time window ``[start, end]`` in ms. Session windows are inclusive at both ends; time
     windows are ``[start, end)``. Immutable; equal, hashed and ordered by ``(start, end)``."""
@@ -60,6 +65,9 @@ class Window:
         return Window, (self.start, self.end)
 
 
+# compiled: not tracked by the garbage collector (immutable, so no cycle can run through
+# one unless a mutable key or value is later made to hold it), one freed instance reused
+@mypyc_attr(acyclic=True, free_list_len=1)
 class Windowed:
     """A key together with the window it was aggregated in; immutable, equal and hashed by
     value."""

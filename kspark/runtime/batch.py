@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark.config import StreamsConfig
+from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.durable_state import DictTaskState, TaskStateBackend
 from kspark.runtime.metrics import Metrics
 from kspark.runtime.spill import SpillingState
@@ -57,7 +58,7 @@ def _log_abort(aborted: FastPathAborted, records: int) -> None:
 class BatchResult:
     #: what the task wrote, in order (see :attr:`output` and :meth:`output_columns`)
     parts: Output
-    changelog: dict[str, list[tuple[Any, Any, int]]]
+    changelog: dict[str, ChangelogEntries]
     metrics: Metrics
     first_output_seq: int
     #: records handled by a processor's vectorised batch path (the rest: record by record)

@@ -26,6 +26,7 @@ from kspark.record_columns import RecordColumns
 from kspark.records import Headers, Record, RecordMetadata
 from kspark.runtime.bad_records import skip_or_fail
 from kspark.runtime.batch_view import BatchView, FastPathAborted, separate_branches
+from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.context import RecordContext
 from kspark.runtime.decoding import decode_batch
 from kspark.runtime.forwarding import Forwarding, SinkChain
@@ -94,8 +95,8 @@ class Task:
         #: wall-clock time of the last input record, and how far idle closing moved time
         self.last_input_wall_ms: int | None = None
         self.idle_advanced_to = -1
-        #: changelog entries since the last drain: store -> [(key, value, timestamp)]
-        self.changelog: dict[str, list[tuple[Any, Any, int]]] = {}
+        #: changelog entries since the last drain, by store
+        self.changelog: dict[str, ChangelogEntries] = {}
         #: the stores whose changelog entries are kept (``None``: all)
         self.changelog_stores = None if changelog_stores is None else frozenset(changelog_stores)
         self._processor_state: dict[str, dict[str, Any]] = {}
@@ -451,7 +452,7 @@ class Task:
         """What :meth:`drain_output` gives, with blocks of records left as they are."""
         return self.forwarding.drain()
 
-    def drain_changelog(self) -> dict[str, list[tuple[Any, Any, int]]]:
+    def drain_changelog(self) -> dict[str, ChangelogEntries]:
         out, self.changelog = self.changelog, {}
         return out
 
@@ -494,7 +495,5 @@ class Task:
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         if self.changelog_stores is not None and store not in self.changelog_stores:
             return
-        try:
-            self.changelog[store].append((key, value, timestamp))
-        except KeyError:
-            self.changelog[store] = [(key, value, timestamp)]
+        entries = self.changelog.get(store) or self.changelog.setdefault(store, ChangelogEntries())
+        entries.append(key, value, timestamp)

@@ -10,7 +10,6 @@ changelog topic of a logged store (``<application.id>-<store>-changelog``) can b
 from __future__ import annotations
 
 from collections import deque
-from itertools import repeat
 from typing import Any
 
 from kspark._duration import Duration, to_ms
@@ -25,11 +24,12 @@ from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.testing.internals.chunked_queue import ChunkedQueue
 from kspark.testing.test_record import TestRecord
 from kspark.topology.topology import Topology
-from kspark.windows import Window, Windowed
 
-#: an unread record of an output topic: key, value, timestamp and headers (a plain tuple, kept
-#: in a :class:`ChunkedQueue`: many unread records cost the garbage collector next to nothing)
-_Unread = tuple[bytes | None, bytes | None, int, Headers]
+#: an unread record of an output topic: key, value, timestamp and headers, a row of a
+#: :class:`ChunkedQueue` (many unread records cost the garbage collector next to nothing)
+_UNREAD_FIELDS = 4
+#: a kept changelog entry: key, value, timestamp
+_CHANGELOG_FIELDS = 3
 #: the changelog entries are taken from the tasks every this many records + 1 of a topic:
 #: before the collector moves them to its oldest generation, not at a cost every record
 _KEEP_EVERY = 63
@@ -52,15 +52,15 @@ class TopologyTestDriver:
         self._wall_clock = to_ms(initial_wall_clock_ms, "initial wall clock")
         self._metrics = Metrics()
         self._offsets: dict[str, int] = {}
-        self._outputs: dict[str, ChunkedQueue[_Unread]] = {}
+        self._outputs: dict[str, ChunkedQueue] = {}
         self._changelogs: dict[str, list[tuple[Any, Any, int]]] = {}
-        #: changelog entries taken from the tasks but not yet read, flat (see _keep_changelogs)
-        self._flat_changelogs: dict[str, ChunkedQueue[tuple[Any, ...]]] = {}
+        #: changelog entries taken from the tasks but not yet read (see _keep_changelogs)
+        self._kept_changelogs: dict[str, ChunkedQueue] = {}
         self._changelog_read: dict[str, int] = {}  # store -> entries already on its topic
         self.tasks: list[Task] = []
         self._readers: dict[str, Task | None] = {}
         #: topic -> (whether the topology reads it, its output queue or ``None`` if internal)
-        self._routes: dict[str, tuple[bool, ChunkedQueue[_Unread] | None]] = {}
+        self._routes: dict[str, tuple[bool, ChunkedQueue | None]] = {}
         for st in topology.sub_topologies():
             task = Task(
                 topology,
@@ -121,27 +121,23 @@ class TopologyTestDriver:
     def changelogs(self) -> dict[str, list[tuple[Any, Any, int]]]:
         """Each logged store's changelog entries so far: store -> [(key, value, timestamp)]."""
         self._keep_changelogs()
-        for store, flat in self._flat_changelogs.items():
-            self._changelogs.setdefault(store, []).extend(
-                [(Windowed(e[0], Window(e[1], e[2])), e[3], e[4]) if len(e) == 5 else e
-                 for e in flat.take_all()])
-        self._flat_changelogs = {}
+        for store, kept in self._kept_changelogs.items():
+            self._changelogs.setdefault(store, []).extend(kept.take_all())
+        self._kept_changelogs = {}
         return self._changelogs
 
     def _keep_changelogs(self) -> None:
-        """Take the tasks' changelog entries, a windowed key's fields inlined: a tuple of
-        plain values, which the garbage collector stops tracking (a ``Windowed`` key is two
-        tracked objects per entry), kept in a :class:`ChunkedQueue`."""
+        """Take the tasks' changelog entries into a :class:`ChunkedQueue` per store, as
+        columns: no object per entry for the garbage collector to track."""
         for task in self.tasks:
             if task.changelog:
                 for store, entries in task.drain_changelog().items():
-                    kept = self._flat_changelogs.get(store)
+                    kept = self._kept_changelogs.get(store)
                     if kept is None:
-                        kept = self._flat_changelogs[store] = ChunkedQueue()
-                    kept.extend([(k.key, k.window.start, k.window.end, v, t)
-                                 if type(k) is Windowed else (k, v, t) for k, v, t in entries])
+                        kept = self._kept_changelogs[store] = ChunkedQueue(_CHANGELOG_FIELDS)
+                    kept.extend_columns((entries.keys, entries.values, entries.timestamps))
 
-    def _output_queue(self, topic: str) -> ChunkedQueue[_Unread]:
+    def _output_queue(self, topic: str) -> ChunkedQueue:
         """The records of ``topic`` not read yet; a store's changelog entries are encoded
         (:class:`~kspark.state.internals.changelog.ChangelogCodec`) when its topic is read."""
         queue = self._unread(topic)
@@ -225,7 +221,7 @@ class TopologyTestDriver:
             for out in self._collect():
                 self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)
 
-    def _route(self, topic: str) -> tuple[bool, ChunkedQueue[_Unread] | None]:
+    def _route(self, topic: str) -> tuple[bool, ChunkedQueue | None]:
         """Whether the topology reads ``topic``, and its output queue (``None``: internal)."""
         route = self._routes[topic] = (
             self._reader(topic) is not None,
@@ -233,11 +229,11 @@ class TopologyTestDriver:
         )
         return route
 
-    def _unread(self, topic: str) -> ChunkedQueue[_Unread]:
+    def _unread(self, topic: str) -> ChunkedQueue:
         """The queue of ``topic``'s unread records (made on first use)."""
         queue = self._outputs.get(topic)
         if queue is None:
-            queue = self._outputs[topic] = ChunkedQueue()
+            queue = self._outputs[topic] = ChunkedQueue(_UNREAD_FIELDS)
         return queue
 
     def _collect(self) -> list[OutputRecord]:
@@ -253,8 +249,8 @@ class TopologyTestDriver:
                         if reads:
                             internal += part.records()
                         if queue is not None:
-                            queue.extend(zip(part.keys, part.values, part.timestamps,
-                                             repeat(())))
+                            queue.extend_columns((part.keys, part.values, part.timestamps,
+                                                  [()] * len(part.keys)))
                     else:
                         if reads:
                             internal.append(part)
@@ -380,7 +376,7 @@ class TestOutputTopic:
         self.driver, self.topic = driver, topic
         self.key_serde, self.value_serde = key_serde, value_serde
 
-    def _queue(self) -> ChunkedQueue[_Unread]:
+    def _queue(self) -> ChunkedQueue:
         return self.driver._output_queue(self.topic)
 
     def read_record(self) -> TestRecord:

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from kspark.hashing import kafka_partitions
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
+from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch
 from kspark.spark.internals.wire import (
@@ -155,7 +156,7 @@ def _partitions_of(
 def _changelog_rows(
     changelog_topics: dict[str, str],
     topology: Any,
-    changelog: dict[str, list],
+    changelog: dict[str, ChangelogEntries],
     rows: dict[str, list],
     task_id: str,
     partition: int,
@@ -167,21 +168,19 @@ def _changelog_rows(
         if topic is None:
             continue
         codec = ChangelogCodec.for_builder(topology.store_builders[store])
-        for key, value, ts in entries:
-            for column, item in zip(
-                ROW_COLUMNS,
-                (
-                    KIND_CHANGELOG,
-                    topic,
-                    codec.encode_key(key),
-                    codec.encode_value(value),
-                    ts,
-                    partition,
-                    -1,
-                    task_id,
-                ),
-            ):
-                rows[column].append(item)
+        n = len(entries)
+        columns: tuple[list[Any], ...] = (
+            [KIND_CHANGELOG] * n,
+            [topic] * n,
+            [codec.encode_key(key) for key in entries.keys],
+            [codec.encode_value(value) for value in entries.values],
+            entries.timestamps,
+            [partition] * n,
+            [-1] * n,
+            [task_id] * n,
+        )
+        for column, items in zip(ROW_COLUMNS, columns):
+            rows[column].extend(items)
 
 
 #: the columns of a task's input records, as :func:`record_columns` gives them
