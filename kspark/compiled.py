@@ -39,6 +39,7 @@ MODULES: tuple[str, ...] = (
     "kspark.runtime.context",
     "kspark.runtime.forwarding",
     "kspark.runtime.punctuator",
+    "kspark.runtime.serialized",
     "kspark.runtime.task",
     "kspark.state.internals.base",
     "kspark.state.internals.segments",

@@ -26,6 +26,8 @@ from kspark.state.internals.packed import PackedBucket
 DEFAULT_BUCKETS = 16
 #: most keys whose bucket a store remembers
 _BUCKET_MEMO_SIZE = 1 << 16
+#: no key yet: what a store's last looked-up key is before its first look-up
+_NO_KEY = object()
 
 #: ``listener(store_key, new_value, old_value, timestamp)`` called for each dirty key at flush
 #: (batched: ``listener(entries)`` once, with every such tuple in order).
@@ -107,6 +109,10 @@ class StoreBase:
         self._dirty_buckets: set[int] = set()
         #: bucket of each str / bytes key seen (other types: 1 == 1.0 == True hash apart)
         self._bucket_memo: dict[str | bytes, int] = {}
+        #: the key last looked up in the memo and its bucket: a record's store calls ask for
+        #: the bucket of the same key object several times in a row
+        self._last_key: object = _NO_KEY
+        self._last_bucket = 0
         # caching: store key -> (value before the first update, latest value, latest timestamp)
         self._dirty: dict[Any, tuple[Any, Any, int]] = {}
         self._flush_listener: FlushListener | None = None
@@ -167,6 +173,8 @@ class StoreBase:
     def bucket_of(self, key: Any) -> int:
         if self.num_buckets == 1:
             return 0
+        if key is self._last_key:  # a str or bytes key, so its bucket cannot have changed
+            return self._last_bucket
         if type(key) is not str and type(key) is not bytes:
             return stable_hash(key) % self.num_buckets
         memo = self._bucket_memo
@@ -175,6 +183,7 @@ class StoreBase:
             if len(memo) >= _BUCKET_MEMO_SIZE:
                 memo.clear()
             bucket = memo[key] = stable_hash(key) % self.num_buckets
+        self._last_key, self._last_bucket = key, bucket
         return bucket
 
     def buckets_of(self, keys: Sequence[Any]) -> list[int]:
