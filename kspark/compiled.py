@@ -30,6 +30,7 @@ from types import ModuleType
 
 #: the modules compiled with mypyc: what every record goes through
 MODULES: tuple[str, ...] = (
+    "kspark._json_codec",
     "kspark.records",
     "kspark.windows",
     "kspark.serdes",

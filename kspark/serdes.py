@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
-import json
-import json.scanner
 import pickle
 import struct
 from collections.abc import Callable, Sequence
@@ -15,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from mypy_extensions import mypyc_attr
 
+from kspark._json_codec import DECODER, ONE_SHOT, SCAN, json_text
 from kspark.errors import SerializationError
 from kspark.record_columns import WindowedKeys
 from kspark.windows import Window, Windowed
@@ -26,26 +25,6 @@ if TYPE_CHECKING:
 Data = bytes | bytearray | memoryview
 
 _LONG = struct.Struct(">q")
-_JSON_DECODER = json.JSONDecoder()
-#: the decoder's scanner (as it makes its own): ``scan(text, 0)`` is ``raw_decode(text)``
-#: without its wrapping
-_JSON_SCAN = json.scanner.make_scanner(_JSON_DECODER)  # type: ignore[arg-type]  # typeshed
-_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"))
-#: CPython's C encoder built once: ``json.dumps(value, separators=(",", ":"))`` without
-#: building an encoder per call (``JSONEncoder.encode`` builds one); no circular-reference check
-#: (a cyclic value fails with a RecursionError instead, reported the same way)
-_C_JSON = getattr(json.encoder, "c_make_encoder", None)
-_JSON_ONE_SHOT = None if _C_JSON is None else _C_JSON(
-    None, _JSON_ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",",
-    False, False, True,
-)
-
-
-def _json_text(value: Any) -> str:
-    """``json.dumps(value, separators=(",", ":"))``."""
-    if _JSON_ONE_SHOT is None:
-        return _JSON_ENCODER.encode(value)
-    return "".join(_JSON_ONE_SHOT(value, 0))
 _END_START = struct.Struct(">qq")
 #: Java's ``Long.MAX_VALUE``: Kafka Streams cuts a time window's end there
 MAX_LONG = (1 << 63) - 1
@@ -286,13 +265,13 @@ class Json(Serde):
         return type(self) is Json  # a subclass may deserialize otherwise
 
     def _serialize(self, value: Any) -> bytes:
-        return _json_text(value).encode("utf-8")
+        return json_text(value).encode("utf-8")
 
     def _deserialize(self, data: bytes) -> Any:
-        return _JSON_DECODER.decode(data.decode("utf-8"))
+        return DECODER.decode(data.decode("utf-8"))
 
     def serializer(self) -> Callable[[Any], bytes | None]:
-        encode = _JSON_ONE_SHOT
+        encode = ONE_SHOT
         if type(self) is not Json or encode is None:
             return self.serialize
         general = self.serialize
@@ -310,7 +289,7 @@ class Json(Serde):
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not Json:
             return self.deserialize
-        general, scan = self.deserialize, _JSON_SCAN
+        general, scan = self.deserialize, SCAN
 
         def deserialize(data: Any) -> Any:
             # a document without leading whitespace that ends at the end of the text decodes

@@ -1,0 +1,30 @@
+"""JSON text as the ``Json`` serde writes and reads it: compact separators, CPython's C encoder
+and scanner built once."""
+
+from __future__ import annotations
+
+import json
+import json.scanner
+from typing import Any
+
+DECODER = json.JSONDecoder()
+#: the decoder's scanner (as it makes its own): ``SCAN(text, 0)`` is ``raw_decode(text)``
+#: without its wrapping
+SCAN = json.scanner.make_scanner(DECODER)  # type: ignore[arg-type]  # typeshed
+ENCODER = json.JSONEncoder(separators=(",", ":"))
+#: CPython's C encoder built once: ``json.dumps(value, separators=(",", ":"))`` without
+#: building an encoder per call (``JSONEncoder.encode`` builds one); no circular-reference check
+#: (a cyclic value fails with a RecursionError instead, reported the same way); ``None`` where
+#: the C encoder is missing
+_C_JSON = getattr(json.encoder, "c_make_encoder", None)
+ONE_SHOT = None if _C_JSON is None else _C_JSON(
+    None, ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+    False, False, True,
+)
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"))``."""
+    if ONE_SHOT is None:
+        return ENCODER.encode(value)
+    return "".join(ONE_SHOT(value, 0))
