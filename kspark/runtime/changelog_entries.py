@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 
@@ -24,9 +23,6 @@ class ChangelogEntries:
     def rows(self) -> list[tuple[Any, Any, int]]:
         """The entries as ``(key, value, timestamp)`` tuples."""
         return list(zip(self.keys, self.values, self.timestamps))
-
-    def __iter__(self) -> Iterator[tuple[Any, Any, int]]:
-        return zip(self.keys, self.values, self.timestamps)
 
     def __len__(self) -> int:
         return len(self.timestamps)

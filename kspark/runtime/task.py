@@ -16,11 +16,7 @@ from kspark.config import StreamsConfig
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError, SerializationError, StreamsError
 from kspark.processor.api import ProcessorContext
-from kspark.processor.batch import (
-    BatchProcessor,
-    SerializedBatchProcessor,
-    StreamTimeFollower,
-)
+from kspark.processor.batch import BatchProcessor, SerializedBatchProcessor, StreamTimeFollower
 from kspark.processor.punctuation import Cancellable, PunctuationSchedule, PunctuationType
 from kspark.record_columns import RecordColumns
 from kspark.records import Headers, Record, RecordMetadata
@@ -495,5 +491,7 @@ class Task:
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         if self.changelog_stores is not None and store not in self.changelog_stores:
             return
-        entries = self.changelog.get(store) or self.changelog.setdefault(store, ChangelogEntries())
+        entries = self.changelog.get(store)
+        if entries is None:
+            entries = self.changelog[store] = ChangelogEntries()
         entries.append(key, value, timestamp)

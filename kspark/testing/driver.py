@@ -30,8 +30,8 @@ from kspark.topology.topology import Topology
 _UNREAD_FIELDS = 4
 #: a kept changelog entry: key, value, timestamp
 _CHANGELOG_FIELDS = 3
-#: the changelog entries are taken from the tasks every this many records + 1 of a topic:
-#: before the collector moves them to its oldest generation, not at a cost every record
+#: the changelog entries are taken from the tasks every this many records + 1 of a topic, into
+#: chunks that a full collection does not visit item by item; not at a cost every record
 _KEEP_EVERY = 63
 
 

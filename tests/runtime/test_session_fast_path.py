@@ -159,7 +159,7 @@ def test_fast_path_with_a_captured_changelog_logs_what_the_record_path_logs():
         assert fast[3] > 250
         changelogs = [o for o in exact[0] if isinstance(o, dict)]
         assert sum(len(c["agg-store"]) for c in changelogs) > (100 if on_close else 10)
-        tombstones = [e for c in changelogs for e in c["agg-store"] if e[1] is None]
+        tombstones = [e for c in changelogs for e in c["agg-store"].rows() if e[1] is None]
         assert tombstones
         assert fast[:3] == exact[:3]
 
