@@ -244,6 +244,58 @@ class SlidingWindows:
         return self.time_difference_ms * 2 + self.grace_ms
 
 
+@dataclass(frozen=True, slots=True)
+class JoinWindows:
+    """The windows of a stream-stream join: a record at ``t`` joins the other side's records
+    with timestamps in ``[t - before, t + after]`` (from the other side's view: ``[t - after,
+    t + before]``), and records are accepted ``grace`` ms after that window has closed.
+    ``before`` or ``after`` may be negative as long as their sum is not."""
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
+
+    def __post_init__(self) -> None:
+        if self.before_ms + self.after_ms < 0:
+            raise ValueError(
+                "the join window (before + after) must not be negative, got before "
+                f"{self.before_ms} ms and after {self.after_ms} ms"
+            )
+        if self.grace_ms < 0:
+            raise ValueError(f"grace must be >= 0 ms, got {self.grace_ms}")
+
+    @classmethod
+    def of_time_difference_with_no_grace(cls, diff: Duration) -> JoinWindows:
+        ms = _non_negative(diff, "time difference")
+        return cls(ms, ms, 0)
+
+    @classmethod
+    def of_time_difference_and_grace(cls, diff: Duration, grace: Duration) -> JoinWindows:
+        ms = _non_negative(diff, "time difference")
+        return cls(ms, ms, _non_negative(grace, "grace"))
+
+    def before(self, before: Duration) -> JoinWindows:
+        """These windows reaching ``before`` ms back (may be negative)."""
+        return JoinWindows(to_ms(before, "before"), self.after_ms, self.grace_ms)
+
+    def after(self, after: Duration) -> JoinWindows:
+        """These windows reaching ``after`` ms ahead (may be negative)."""
+        return JoinWindows(self.before_ms, to_ms(after, "after"), self.grace_ms)
+
+    @property
+    def size_ms(self) -> int:
+        """``before + after``: the window size of the join's stores."""
+        return self.before_ms + self.after_ms
+
+    @property
+    def default_retention_ms(self) -> int:
+        """``size + grace``: how long the join's stores keep a record."""
+        return self.size_ms + self.grace_ms
+
+
 class EmitType(Enum):
     ON_WINDOW_UPDATE = "on_window_update"
     ON_WINDOW_CLOSE = "on_window_close"

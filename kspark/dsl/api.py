@@ -11,9 +11,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
+from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
 from kspark.dsl.suppressed import Suppressed
-from kspark.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+from kspark.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 MaterializedLike = Materialized | str | None
 
@@ -92,6 +93,70 @@ class KStream(ABC):
         """The stream read as upserts into a table (``None`` values delete; null keys are
         dropped and counted). Repartitions first if the key may have changed."""
 
+    # -- joins (docs/semantics.md §9) -----------------------------------------------------------
+    @overload
+    def join(self, other: KStream, joiner: Callable[[Any, Any], Any],
+             join_windows: JoinWindows, stream_joined: StreamJoined | None = None) -> KStream: ...
+
+    @overload
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+             joined: Joined | None = None) -> KStream: ...
+
+    @overload
+    def join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
+             joiner: Callable[[Any, Any], Any]) -> KStream: ...
+
+    @abstractmethod
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """An inner join, by the type of ``other``:
+
+        - a ``KStream``: ``join(other, joiner, join_windows, stream_joined=None)``, each pair of
+          records of a key whose timestamps are within the windows gives
+          ``joiner(value, other_value)`` at the later of the two timestamps;
+        - a ``KTable``: ``join(table, joiner, joined=None)``, each record joins the table's
+          value of its key (none: no result);
+        - a ``GlobalKTable``: ``join(global_table, key_selector, joiner)``, each record joins
+          the table's value of ``key_selector(key, value)``.
+
+        Records with a null key or value are dropped and counted. A side whose key may have
+        changed is repartitioned first."""
+
+    @overload
+    def left_join(self, other: KStream, joiner: Callable[[Any, Any], Any],
+                  join_windows: JoinWindows,
+                  stream_joined: StreamJoined | None = None) -> KStream: ...
+
+    @overload
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                  joined: Joined | None = None) -> KStream: ...
+
+    @overload
+    def left_join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
+                  joiner: Callable[[Any, Any], Any]) -> KStream: ...
+
+    @abstractmethod
+    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """As :meth:`join`, and every record of this stream that finds no partner gives
+        ``joiner(value, None)``: with a stream, once its window has closed (stream time past
+        its timestamp + after + grace); with a table, at once."""
+
+    @abstractmethod
+    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any],
+                   join_windows: JoinWindows,
+                   stream_joined: StreamJoined | None = None) -> KStream:
+        """As the stream-stream :meth:`left_join`, and the other stream's records that find
+        no partner give ``joiner(None, other_value)`` once their window has closed."""
+
+
+class GlobalKTable(ABC):
+    """A table whose whole contents every task sees (``StreamsBuilder.global_table``): a
+    stream joins it by any key it selects, without repartitioning."""
+
+    @property
+    @abstractmethod
+    def queryable_store_name(self) -> str | None:
+        """The name of the table's store, if the user named it."""
+
 
 class KTable(ABC):
     """A table keyed by the record key. Internally each update flows as
@@ -135,6 +200,29 @@ class KTable(ABC):
                  value_serde: Any = None) -> KGroupedTable:
         """Re-group rows by ``selector(key, value) -> (group_key, group_value)``; the
         aggregation reads the re-keyed changes from a repartition topic."""
+
+    # -- joins (docs/semantics.md §9.4, §9.5) --------------------------------------------------
+    @abstractmethod
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+             materialized: MaterializedLike = None, *,
+             foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+        """The table of ``joiner(value, other_value)`` for every key both tables hold, kept
+        current as either changes (deletes included). With ``foreign_key_extractor``, each row
+        joins the row of ``other`` whose key is ``foreign_key_extractor(value)``; the result
+        is keyed by this table's key."""
+
+    @abstractmethod
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                  materialized: MaterializedLike = None, *,
+                  foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+        """As :meth:`join`, and every row of this table without a partner gives
+        ``joiner(value, None)``."""
+
+    @abstractmethod
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                   materialized: MaterializedLike = None) -> KTable:
+        """As :meth:`left_join`, and every row of ``other`` without a partner gives
+        ``joiner(None, other_value)``."""
 
     @abstractmethod
     def suppress(self, suppressed: Suppressed) -> KTable:

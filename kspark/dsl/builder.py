@@ -9,10 +9,12 @@ not import each other in a cycle. Naming and repartitioning live in the graph.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from kspark.dsl.api import (
+    GlobalKTable,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -20,6 +22,7 @@ from kspark.dsl.api import (
     SessionWindowedKStream,
     TimeWindowedKStream,
 )
+from kspark.dsl.internals.global_table import GlobalKTableImpl
 from kspark.dsl.internals.graph import (
     DslGraph,
     Grouping,
@@ -28,15 +31,18 @@ from kspark.dsl.internals.graph import (
     optional_serde,
     store_name_for,
 )
+from kspark.dsl.internals.joins import builders as joins
 from kspark.dsl.internals.kgrouped_stream import KGroupedStreamImpl
 from kspark.dsl.internals.kgrouped_table import KGroupedTableImpl
-from kspark.dsl.internals.kstream import KStreamImpl
+from kspark.dsl.internals.kstream import KStreamImpl, arguments
 from kspark.dsl.internals.ktable import KTableImpl
 from kspark.dsl.internals.processors import TableSourceProcessor
+from kspark.dsl.internals.table_views import OldValues, TableView
 from kspark.dsl.internals.windowed_kstream import (
     SessionWindowedKStreamImpl,
     TimeWindowedKStreamImpl,
 )
+from kspark.dsl.joined import Joined
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde
 from kspark.state.builders import StoreBuilder
@@ -58,19 +64,34 @@ class StreamsBuilder(DslGraph):
 
     def table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
               materialized: Materialized | str | None = None) -> KTable:
-        """A KTable of ``topic`` read as upserts (a ``None`` value deletes its key), kept in a
-        key-value store (caching and logging per ``materialized``, both on by default)."""
+        """A KTable of ``topic`` read as upserts (a ``None`` value deletes its key). With a
+        store name it is kept in that key-value store (caching and logging per
+        ``materialized``, both on by default); without one only once an operator needs its
+        values (a join, ``group_by``), as Kafka Streams materializes it."""
         m = as_materialized(materialized)
         store = store_name_for(self, m, f"{topic}-")
         source = self.new_name("KSTREAM-SOURCE-")
         name = self.new_name("KTABLE-SOURCE-")
-        topo = self._topology
-        topo.add_source(source, topic, key_serde, value_serde)
-        topo.add_processor(name, partial(TableSourceProcessor, store), source)
-        topo.add_state_store(key_value_store_builder(store, m), name)
-        return KTableImpl(self, name, store_name=store, queryable=_named(m),
-                      key_serde=optional_serde(key_serde),
-                      value_serde=optional_serde(value_serde))
+        self._topology.add_source(source, topic, key_serde, value_serde)
+        view = self.table_source(name, source, store, m)
+        return KTableImpl(self, name, view, queryable_store=store if _named(m) else None,
+                          key_serde=optional_serde(key_serde),
+                          value_serde=optional_serde(value_serde))
+
+    def global_table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
+                     materialized: Materialized | str | None = None) -> GlobalKTable:
+        """A GlobalKTable of ``topic``: every task that joins it keeps the whole table (all of
+        ``topic``'s partitions, whatever its partition count), updated before the task's own
+        records of each micro-batch (docs/semantics.md §9.3). Its store keeps no changelog."""
+        m = as_materialized(materialized)
+        store = store_name_for(self, m, f"{topic}-")
+        source = self.new_name("KSTREAM-SOURCE-")
+        name = self.new_name("KTABLE-SOURCE-")
+        self._topology.add_global_store(
+            key_value_store_builder(store, m), source, topic, name,
+            partial(TableSourceProcessor, store, OldValues(), OldValues(True)),
+            key_serde, value_serde)
+        return GlobalKTableImpl(store, _named(m))
 
     def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
         """Add a store for :meth:`KStream.process` to connect by name."""
@@ -95,10 +116,10 @@ class StreamsBuilder(DslGraph):
                     ) -> KStream:
         return KStreamImpl(self, node, key_serde, value_serde, repartition_required)
 
-    def new_ktable(self, node: str, *, store_name: str | None = None, queryable: bool = False,
+    def new_ktable(self, node: str, view: TableView, *, queryable_store: str | None = None,
                    key_serde: Serde | None = None, value_serde: Serde | None = None,
                    suppress_duration_ms: int | None = None) -> KTable:
-        return KTableImpl(self, node, store_name=store_name, queryable=queryable,
+        return KTableImpl(self, node, view, queryable_store=queryable_store,
                           key_serde=key_serde, value_serde=value_serde,
                           suppress_duration_ms=suppress_duration_ms)
 
@@ -111,6 +132,32 @@ class StreamsBuilder(DslGraph):
     def new_grouped_table(self, node: str, key_serde: Serde | None,
                           value_serde: Serde | None) -> KGroupedTable:
         return KGroupedTableImpl(self, node, key_serde, value_serde)
+
+    def stream_table_join(self, stream: KStream, table: KTable | GlobalKTable, kind: str,
+                          args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
+        assert isinstance(stream, KStreamImpl)
+        side = stream.side
+        if isinstance(table, GlobalKTableImpl):
+            key_selector, joiner = arguments(f"{kind} join with a global table", args, kwargs,
+                                             ("key_selector", "joiner"), required=2)
+            node = joins.stream_table_join(self, side, table.getter(), None, joiner, kind,
+                                           key_selector=key_selector)
+            return KStreamImpl(self, node, side.key_serde, None, side.repartition_required)
+        if not isinstance(table, KTableImpl) or table.graph is not self:
+            raise ValueError("a join needs a KTable of the same StreamsBuilder")
+        joiner, joined = arguments(f"{kind} join with a table", args, kwargs,
+                                   ("joiner", "joined"), required=1)
+        node = joins.stream_table_join(self, side, table.view.getter(), table.node_name, joiner,
+                                       kind, joined)
+        key_serde = (joined.key_serde if isinstance(joined, Joined) and joined.key_serde
+                     else side.key_serde)
+        return KStreamImpl(self, node, optional_serde(key_serde), None, False)
+
+    def foreign_key_join(self, table: KTable, other: KTable,
+                         foreign_key_extractor: Callable[[Any], Any],
+                         joiner: Callable[[Any, Any], Any], kind: str,
+                         materialized: Materialized | None) -> KTable:
+        raise NotImplementedError("foreign-key joins")
 
     def new_session_windowed(self, grouping: Grouping,
                              windows: SessionWindows) -> SessionWindowedKStream:

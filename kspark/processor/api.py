@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     pass
 
 
+#: the prefix of :meth:`ProcessorContext.shared_state` names among the task's processor states
+SHARED_STATE_PREFIX = "@shared:"
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # users' processors subclass it
 class Processor:
     """Base class of user processors: ``init`` once, ``process`` per record, ``close`` at end."""
@@ -94,6 +98,12 @@ class ProcessorContext:
         """A small dict of this processor's own, persisted with the task across restarts
         (e.g. observed stream time). Values must be picklable."""
         return self._task.processor_state(self._node)
+
+    def shared_state(self, name: str) -> dict[str, Any]:
+        """A small dict shared by the processors of this task that ask for the same ``name``
+        (the two sides of a join share their stream time so), persisted with the task across
+        restarts as :attr:`processor_state` is. Values must be picklable."""
+        return self._task.processor_state(SHARED_STATE_PREFIX + name)
 
     def record_dropped(self, reason: str, detail: str) -> None:
         """Count a record in ``dropped-records`` and log why."""

@@ -105,6 +105,9 @@ class Task:
         self._source_by_topic: dict[str, SourceNode] = {}
         self._inputs: dict[str, _SourceInput] = {}
         self._close_on_idle = config.close_on_idle_ms is not None
+        #: the topics of global stores this task keeps (their records update the stores only)
+        self._global_topics = frozenset(
+            t for t in topology.global_stores.values() if t in sub_topology.source_topics)
         self._counters = metrics.counters
         self.processors: dict[str, Any] = {}
         self.forwarding = Forwarding(topology, config, self.current, self.processors,
@@ -231,11 +234,12 @@ class Task:
                          f"invalid (negative) timestamp {timestamp}", self.record_dropped,
                          self.forwarding.output)
             return
-        if timestamp > self.stream_time:
-            self.stream_time = timestamp
-        if self._close_on_idle:
-            self.last_input_wall_ms = self.wall_clock_ms()
-        self._counters[_PROCESS_TOTAL] += 1
+        if topic not in self._global_topics:  # a global store's update: neither counts
+            if timestamp > self.stream_time:
+                self.stream_time = timestamp
+            if self._close_on_idle:
+                self.last_input_wall_ms = self.wall_clock_ms()
+            self._counters[_PROCESS_TOTAL] += 1
         record = Record(record_key, record_value, timestamp, headers)
         self.current.metadata = (topic, partition, offset)
         deliver = self._deliver
@@ -441,11 +445,9 @@ class Task:
         """Whether sinks wrote anything since the last drain."""
         return bool(self.forwarding.output)
 
-    def drain_output(self) -> list[OutputRecord]:
-        return output_records(self.drain_output_parts())
-
     def drain_output_parts(self) -> Output:
-        """What :meth:`drain_output` gives, with blocks of records left as they are."""
+        """Every record the sinks wrote since the last drain, in order (blocks of records left
+        as they are; :func:`output_records` gives them one by one)."""
         return self.forwarding.drain()
 
     def drain_changelog(self) -> dict[str, ChangelogEntries]:

@@ -7,6 +7,7 @@ from typing import Any
 from kspark._duration import Duration, to_ms
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name
+from kspark.state.join_stores import ListValueStore
 from kspark.state.key_value import InMemoryKeyValueStore
 from kspark.state.session import InMemorySessionStore
 from kspark.state.window import InMemoryWindowStore
@@ -15,6 +16,7 @@ _FACTORIES: dict[str, type[StoreBase]] = {
     "key_value": InMemoryKeyValueStore,
     "window": InMemoryWindowStore,
     "session": InMemorySessionStore,
+    "list_value": ListValueStore,
 }
 
 
@@ -124,12 +126,12 @@ class Stores:
         caching: bool = False,
         logging: bool = True,
     ) -> StoreBuilder:
-        """A builder of in-memory window stores; ``retention >= window_size > 0``."""
+        """A builder of in-memory window stores; ``retention >= window_size >= 0``."""
         check_name(name)
         retention_ms = _non_negative(retention, f"store {name!r}: retention")
         size_ms = to_ms(window_size, f"store {name!r}: window size")
-        if size_ms <= 0:
-            raise ValueError(f"store {name!r}: window size must be > 0 ms, got {size_ms}")
+        if size_ms < 0:
+            raise ValueError(f"store {name!r}: window size must be >= 0 ms, got {size_ms}")
         params = {
             "retention_ms": retention_ms,
             "window_size_ms": size_ms,

@@ -52,8 +52,8 @@ class InMemoryWindowStore(SegmentedStore):
         logging: bool = True,
         num_buckets: int = DEFAULT_BUCKETS,
     ) -> None:
-        if window_size_ms <= 0:
-            raise ValueError(f"store {name!r}: window size must be > 0 ms, got {window_size_ms}")
+        if window_size_ms < 0:
+            raise ValueError(f"store {name!r}: window size must be >= 0 ms, got {window_size_ms}")
         if retention_ms < window_size_ms:
             raise ValueError(
                 f"store {name!r}: retention ({retention_ms} ms) must be >= the window size "

@@ -73,6 +73,10 @@ class TopologyTestDriver:
             self.tasks.append(task)
         for task in self.tasks:
             task.init()
+        #: each global store's topic -> every task that keeps the store
+        self._global_readers: dict[str, list[Task]] = {
+            topic: [t for t in self.tasks if topic in t.sub_topology.source_topics]
+            for topic in topology.global_topics()}
         self._collect()
 
     # -- topics ------------------------------------------------------------------------------
@@ -178,6 +182,13 @@ class TopologyTestDriver:
         headers: Headers = (),
     ) -> None:
         """Process one serialized record from ``topic`` and everything it causes."""
+        if topic in self._global_readers:  # a global store's update, in every task keeping it
+            offset = self._offsets.get(topic, 0)
+            self._offsets[topic] = offset + 1
+            for task in self._global_readers[topic]:
+                task.process_one(topic, 0, offset, timestamp, key, value, headers)
+                task.commit()
+            return
         # _pipe_one, inline
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1

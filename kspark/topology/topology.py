@@ -80,6 +80,13 @@ class Topology:
         self.internal_topics: dict[str, int | None] = {}
         #: stores restored from (and only from) another topic, read-only: store -> topic
         self.source_stores: dict[str, str] = {}
+        #: groups of nodes whose source topics must have the same partition count (the two
+        #: sides of a join), checked when the application plans its tasks
+        self.copartition_groups: list[tuple[str, ...]] = []
+        #: global stores (every task that uses one holds all of it): store -> its source topic
+        self.global_stores: dict[str, str] = {}
+        #: the source and processor node of each global store: store -> (source, processor)
+        self.global_nodes: dict[str, tuple[str, str]] = {}
 
     # -- building ----------------------------------------------------------------------------
     def _check_new(self, name: str) -> None:
@@ -221,7 +228,63 @@ class Topology:
                 node.stores.append(s)
         return self
 
+    def add_global_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        topic: str,
+        processor_name: str,
+        supplier: Any,
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> Topology:
+        """Add a global store: kept by ``processor_name`` (a processor of the records of
+        ``topic``, which writes the store) and readable by any processor connected to it. Every
+        task that uses it holds the whole store, updated from every partition of ``topic``
+        before the task's own records (docs/semantics.md §9.3). The store keeps no changelog
+        (the topic is its changelog)."""
+        name = store_builder.name
+        if name in self.store_builders:
+            raise TopologyError(f"store {name!r} is already added to the topology")
+        self.add_source(source_name, topic, key_serde, value_serde)
+        self.add_processor(processor_name, supplier, source_name)
+        store_builder.with_logging_disabled()
+        self.add_state_store(store_builder, processor_name)
+        self.global_stores[name] = topic
+        self.global_nodes[name] = (source_name, processor_name)
+        return self
+
+    def global_topics(self) -> list[str]:
+        """The source topics of the global stores."""
+        return list(self.global_stores.values())
+
+    def copartition(self, *node_names: str) -> Topology:
+        """Require the source topics that ``node_names`` read from (through their parents) to
+        have the same number of partitions, as Kafka Streams requires of joined streams and
+        tables."""
+        for n in node_names:
+            if n not in self.nodes:
+                raise TopologyError(f"node {n!r} is not in the topology")
+        self.copartition_groups.append(tuple(node_names))
+        return self
+
     # -- structure ---------------------------------------------------------------------------
+    def upstream_topics(self, name: str) -> list[str]:
+        """The topics of the sources ``name`` reads from, directly or through its parents."""
+        out: list[str] = []
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            node = self.nodes[todo.pop()]
+            if node.name in seen:
+                continue
+            seen.add(node.name)
+            if isinstance(node, SourceNode):
+                out.extend(t for t in node.topics if t not in out)
+            else:
+                todo.extend(node.parents)
+        return out
+
     def children(self, name: str) -> list[str]:
         return [
             n.name
@@ -262,6 +325,7 @@ class Topology:
                 parent_of[rb] = ra
 
         store_owner: dict[str, str] = {}
+        global_stores = self.global_stores
         for node in self.nodes.values():
             if isinstance(node, SourceNode):
                 continue
@@ -269,13 +333,29 @@ class Topology:
                 union(p, node.name)
             if isinstance(node, ProcessorNode):
                 for s in node.stores:
+                    if s in global_stores:
+                        continue  # readers of a global store stay apart
                     if s in store_owner:
                         union(store_owner[s], node.name)
                     else:
                         store_owner[s] = node.name
+        global_nodes = {n: store for store, pair in self.global_nodes.items() for n in pair}
         groups: dict[str, list[str]] = {}
         for name in self.nodes:
-            groups.setdefault(find(name), []).append(name)
+            if name not in global_nodes:
+                groups.setdefault(find(name), []).append(name)
+        # every group that reads a global store runs the store's own nodes too (first); a
+        # global store nobody reads is a group of its own
+        read: set[str] = set()
+        for names in groups.values():
+            used = [s for n in names if isinstance(node := self.nodes[n], ProcessorNode)
+                    for s in node.stores if s in global_stores]
+            for store in dict.fromkeys(used):
+                names[:0] = list(self.global_nodes[store])
+                read.add(store)
+        for store, pair in self.global_nodes.items():
+            if store not in read:
+                groups[pair[0]] = list(pair)
         out = []
         for i, names in enumerate(groups.values()):
             nodes = [self.nodes[n] for n in names]

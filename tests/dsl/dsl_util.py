@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from kspark.dsl import StreamsBuilder
+from kspark.dsl import KTable, StreamsBuilder
+from kspark.dsl.internals.ktable import KTableImpl
 from kspark.processor import Processor
 from kspark.records import Record
 
@@ -18,10 +19,14 @@ class _Recorder(Processor):
         self.out.append((record.key, record.value, record.timestamp))
 
 
-def record_from(builder: StreamsBuilder, node_name: str) -> list[tuple[Any, Any, int]]:
-    """Attach a processor to ``node_name`` that appends each ``(key, value, timestamp)`` it
-    receives (for a KTable: ``Change`` values) to the returned list."""
+def record_from(builder: StreamsBuilder, source: str | KTable) -> list[tuple[Any, Any, int]]:
+    """Attach a processor to ``source`` (a node name, or a KTable) that appends each ``(key,
+    value, timestamp)`` it receives (for a KTable: ``Change`` values) to the returned list. A
+    KTable is asked to send old values, as an operator that reads them would ask."""
     out: list[tuple[Any, Any, int]] = []
     name = builder.new_name("TEST-RECORDER-")
-    builder.topology.add_processor(name, partial(_Recorder, out), node_name)
+    if isinstance(source, KTableImpl):
+        source.view.enable_sending_old_values(True)
+        source = source.node_name
+    builder.topology.add_processor(name, partial(_Recorder, out), source)
     return out

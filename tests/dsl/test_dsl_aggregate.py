@@ -42,7 +42,7 @@ def _split_count(caching: bool):
     builder = StreamsBuilder()
     table = (builder.stream("in", S, S).flat_map_values(str.split).group_by_key()
              .count(Materialized("counts", caching=caching)))
-    changes = record_from(builder, table.node_name)
+    changes = record_from(builder, table)
     return builder, changes
 
 

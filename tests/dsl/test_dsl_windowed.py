@@ -40,7 +40,7 @@ def run(build, inputs, caching=False):
     builder = StreamsBuilder()
     table = build(builder.stream("in", S, S).group_by_key(),
                   Materialized("agg", caching=caching))
-    changes = record_from(builder, table.node_name)
+    changes = record_from(builder, table)
     with TopologyTestDriver(builder.build()) as driver:
         inp = driver.create_input_topic("in", S, S)
         for key, value, ts in inputs:

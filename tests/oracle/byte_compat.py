@@ -20,6 +20,7 @@ import difflib
 import json
 from typing import Any
 
+from kspark_joins import JOIN_SHAPES
 from kspark_side import STRING_OPS, _store_lines, build
 from oracle_cases import kspark_retention, live_entries
 
@@ -63,8 +64,9 @@ def store_spec(case: dict[str, Any], store: str) -> dict[str, Any]:
     retention and window size, value type; the fields of the oracle's ``restore`` request."""
     p = case.get("params") or {}
     kind = build(case).stores[store]
+    strings = p.get("op") in STRING_OPS or case["shape"] in JOIN_SHAPES
     spec: dict[str, Any] = {"store": store, "kind": kind,
-                            "value": "string" if p.get("op") in STRING_OPS else "long",
+                            "value": "string" if strings else "long",
                             "store_type": p.get("store_type", "rocksdb")}
     if kind in ("session", "window"):
         spec["retention"] = kspark_retention(case)

@@ -8,7 +8,10 @@ Oracle.java``; ``tests/oracle/README.md`` documents them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
+
+from kspark_joins import JOIN_SHAPES, build_join
 
 from kspark import (
     BufferConfig,
@@ -37,6 +40,7 @@ SHAPES: dict[str, set[str]] = {
     "stream_aggregate": {"op", "caching", "suppress"},
     "table_aggregate": {"op", "groups", "caching", "source_caching"},
     "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"},
+    **JOIN_SHAPES,
 }
 VALUE_OPS = {"count", "sum", "reduce_sum", "reduce_max", "concat", "reduce_concat"}
 STRING_OPS = {"concat", "reduce_concat"}
@@ -133,10 +137,14 @@ def _windowed_aggregate(windowed: Any, op: str, m: Materialized, session: bool) 
 
 
 class Built:
-    def __init__(self, topology: Any, in_value: serdes.Serde, out_key: serdes.Serde,
-                 out_value: serdes.Serde, stores: dict[str, str]) -> None:
+    """A shape's topology, what its input topics and "out" hold, and its stores by kind
+    (``"logged"``: changelog only, its contents not dumped)."""
+
+    def __init__(self, topology: Any, in_value: serdes.Serde | dict[str, serdes.Serde],
+                 out_key: serdes.Serde, out_value: serdes.Serde, stores: dict[str, str]) -> None:
         self.topology = topology
-        self.in_value = in_value
+        #: input topic -> its value serde (keys are strings)
+        self.inputs = in_value if isinstance(in_value, dict) else {"in": in_value}
         self.out_key = out_key
         self.out_value = out_value
         self.stores = stores
@@ -277,7 +285,15 @@ def _punctuator(p: Params) -> Built:
     return Built(topology, serdes.Long(), serdes.String(), serdes.Long(), {"store": "kv"})
 
 
+def _join(shape: str, p: Params) -> Built:
+    """A join shape (``kspark_joins``): String keys and values on "left", "right" and "out"."""
+    topology, inputs, stores = build_join(shape, p)
+    text = serdes.String()
+    return Built(topology, {topic: text for topic in inputs}, text, text, stores)
+
+
 BUILDERS: dict[str, Callable[[Params], Built]] = {
+    **{shape: partial(_join, shape) for shape in JOIN_SHAPES},
     "session": _session,
     "time_window": lambda p: _time_window(p, False),
     "sliding": lambda p: _time_window(p, True),
@@ -307,6 +323,8 @@ def _key_fields(key: Any) -> dict[str, Any]:
 
 def _store_lines(driver: TopologyTestDriver, name: str, kind: str,
                  keys: set[str]) -> list[dict[str, Any]]:
+    if kind == "logged":
+        return []
     store: Any = driver.get_state_store(name)
     entries = []
     if kind == "session":
@@ -332,7 +350,7 @@ def _store_lines(driver: TopologyTestDriver, name: str, kind: str,
 def _changelog_lines(driver: TopologyTestDriver, stores: dict[str, str]) -> list[dict[str, Any]]:
     """The records of each store's changelog topic, as the oracle prints them (bytes in hex)."""
     lines = []
-    for store in stores:
+    for store in sorted(stores):
         topic = driver.create_output_topic(driver.changelog_topic(store), serdes.Bytes(),
                                            serdes.Bytes())
         for rec in topic.read_records_to_list():
@@ -349,7 +367,8 @@ def run(case: dict[str, Any]) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
     keys: set[str] = set()
     with TopologyTestDriver(built.topology, initial_wall_clock_ms=0) as driver:
-        inp = driver.create_input_topic("in", serdes.String(), built.in_value)
+        inputs = {topic: driver.create_input_topic(topic, serdes.String(), serde)
+                  for topic, serde in built.inputs.items()}
         out = driver.create_output_topic("out", built.out_key, built.out_value)
 
         def drain() -> None:
@@ -363,7 +382,11 @@ def run(case: dict[str, Any]) -> list[dict[str, Any]]:
             else:
                 if item.get("key") is not None:
                     keys.add(item["key"])
-                inp.pipe_input(item.get("key"), item.get("value"), item["ts"])
+                topic = item.get("topic", "in")
+                if topic not in inputs:
+                    raise CaseError(f"shape {case['shape']!r} reads no topic {topic!r} "
+                                    f"(its topics: {sorted(inputs)})")
+                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"])
             drain()
         drain()
         if case.get("changelogs"):

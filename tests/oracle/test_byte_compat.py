@@ -204,7 +204,12 @@ def check_case(kafka_streams, case: dict) -> None:
     kspark = run_kspark(kspark_case(case))
     report = changelog_difference(case, kafka, kspark)
     assert report is None, report
-    for store in build(case).stores:
+    built = build(case)
+    for store, kind in built.stores.items():
+        if kind == "logged" or not built.topology.store_builders[store].logging:
+            # a join's stores are restored and run on in test_join_byte_compat.py; a global
+            # store keeps no changelog (its topic is one)
+            continue
         restored = restore_in_kspark(case, store, changelog_records(kafka, store))
         report = restore_difference(case, restored, store_lines(kafka, store))
         assert report is None, f"kspark restored from Kafka Streams' changelog:\n{report}"

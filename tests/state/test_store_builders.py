@@ -66,7 +66,6 @@ def test_session_store_builder_and_toggles() -> None:
         lambda: Stores.key_value_store(""),
         lambda: Stores.window_store("w", 10, 20),
         lambda: Stores.window_store("w", -1, 1),
-        lambda: Stores.window_store("w", 10, 0),
         lambda: Stores.window_store("w", 10, -5),
         lambda: Stores.window_store("w", 10, 5, retain_duplicates=True, caching=True),
         lambda: Stores.session_store("s", -1),
@@ -77,6 +76,13 @@ def test_session_store_builder_and_toggles() -> None:
 def test_invalid_arguments_raise_at_builder_creation(make) -> None:
     with pytest.raises(ValueError):
         make()
+
+
+def test_a_window_store_of_size_zero_is_allowed() -> None:
+    """As Kafka Streams allows it: a stream-stream join with a time difference of 0 keeps its
+    records in window stores of size 0."""
+    store = Stores.window_store("w", 0, 0, retain_duplicates=True).build()
+    assert store.window_size_ms == 0 and store.retention_ms == 0
 
 
 def test_caching_with_duplicates_rejected_on_toggle() -> None:

@@ -134,7 +134,6 @@ def test_retain_duplicates() -> None:
     "kw",
     [
         {"retention_ms": 50, "window_size_ms": 100},
-        {"window_size_ms": 0},
         {"window_size_ms": -5},
         {"retention_ms": -1, "window_size_ms": 1},
         {"segment_interval_ms": 0},

@@ -10,10 +10,12 @@ stateful operator through the repartition topic ``<store or node name>-repartiti
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
 
 from kspark.dsl.api import (
+    GlobalKTable,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -22,7 +24,8 @@ from kspark.dsl.api import (
     TimeWindowedKStream,
 )
 from kspark.dsl.internals.internal_serde import Pickle
-from kspark.dsl.internals.processors import DropNullKeyProcessor
+from kspark.dsl.internals.processors import DropNullKeyProcessor, TableSourceProcessor
+from kspark.dsl.internals.table_views import OldValues, SourceView, TableView
 from kspark.dsl.materialized import Materialized
 from kspark.serdes import Serde, as_serde
 from kspark.state.builders import StoreBuilder, Stores
@@ -62,16 +65,19 @@ class DslGraph(ABC):
 
     # -- repartition topics ------------------------------------------------------------------
     def repartition(self, parent: str, prefix: str, key_serde: Serde | None,
-                    value_serde: Serde | None, *, drop_null_keys: bool = True) -> str:
+                    value_serde: Serde | None, *, drop_null_keys: bool = True,
+                    null_key_filter: bool = True) -> str:
         """Route ``parent``'s records through the internal topic ``<prefix>-repartition``:
-        (a null-key filter,) a sink, and a new source, which starts a new sub-topology.
-        Serdes default to :class:`.internal_serde.Pickle`. Returns the source."""
+        a null-key filter (``null_key_filter``; it lets null keys pass unless
+        ``drop_null_keys``), a sink, and a new source, which starts a new sub-topology. Serdes
+        default to :class:`.internal_serde.Pickle`. Returns the source."""
         topic = prefix + REPARTITION_SUFFIX
         sink = self.new_name("KSTREAM-SINK-")
         topo = self._topology
-        if drop_null_keys:
+        if null_key_filter:
             filter_name = self.new_name("KSTREAM-FILTER-")
-            topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic), parent)
+            topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic, drop_null_keys),
+                               parent)
             parent = filter_name
         source = self.new_name("KSTREAM-SOURCE-")
         key_serde = key_serde or Pickle()
@@ -87,8 +93,24 @@ class DslGraph(ABC):
                     value_serde: Serde | None = None, repartition_required: bool = False
                     ) -> KStream: ...
 
+    def table_source(self, name: str, parent: str, store: str,
+                     materialized: Materialized | None) -> TableView:
+        """Add the processor ``name`` reading ``parent``'s upserts as a table kept in ``store``
+        (added now when ``materialized`` names it, else once something needs it); return its
+        view (``builder.table``, ``KStream.to_table``)."""
+        old, kept = OldValues(), OldValues(_named(materialized))
+        topo = self._topology
+        topo.add_processor(name, partial(TableSourceProcessor, store, old, kept), parent)
+
+        def materialize() -> None:
+            topo.add_state_store(key_value_store_builder(store, materialized), name)
+
+        if kept.enabled:
+            materialize()
+        return SourceView(old, store, kept, materialize)
+
     @abstractmethod
-    def new_ktable(self, node: str, *, store_name: str | None = None, queryable: bool = False,
+    def new_ktable(self, node: str, view: TableView, *, queryable_store: str | None = None,
                    key_serde: Serde | None = None, value_serde: Serde | None = None,
                    suppress_duration_ms: int | None = None) -> KTable: ...
 
@@ -100,6 +122,18 @@ class DslGraph(ABC):
     @abstractmethod
     def new_grouped_table(self, node: str, key_serde: Serde | None,
                           value_serde: Serde | None) -> KGroupedTable: ...
+
+    @abstractmethod
+    def stream_table_join(self, stream: KStream, table: KTable | GlobalKTable, kind: str,
+                          args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
+        """``stream.join(table, ...)`` / ``left_join`` of a KTable or a GlobalKTable."""
+
+    @abstractmethod
+    def foreign_key_join(self, table: KTable, other: KTable,
+                         foreign_key_extractor: Callable[[Any], Any],
+                         joiner: Callable[[Any, Any], Any], kind: str,
+                         materialized: Materialized | None) -> KTable:
+        """``table.join(other, joiner, foreign_key_extractor=...)`` / ``left_join``."""
 
     @abstractmethod
     def new_session_windowed(self, grouping: Grouping,

@@ -10,6 +10,7 @@ from kspark.dsl.api import KGroupedStream, KTable, SessionWindowedKStream, TimeW
 from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
 from kspark.dsl.internals.processors import StreamAggregateProcessor
+from kspark.dsl.internals.table_views import OldValues, StoreView
 from kspark.dsl.materialized import Materialized, as_materialized, with_default_serdes
 from kspark.serdes import Serde
 from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
@@ -60,13 +61,15 @@ class KGroupedStreamImpl(KGroupedStream):
         name = builder.new_name(prefix)
         parent = self.source_for(store)
         topo = builder.topology
-        topo.add_processor(name, partial(StreamAggregateProcessor, store, aggregation),
+        old = OldValues()
+        topo.add_processor(name, partial(StreamAggregateProcessor, store, aggregation, old),
                            parent)
         store_m = with_default_serdes(m, self._result_key_serde,
                                       aggregation.store_value_serde(self._value_serde))
         topo.add_state_store(key_value_store_builder(store, store_m), name)
-        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
-                      key_serde=self._result_key_serde,
+        return builder.new_ktable(name, StoreView(old, store),
+                                  queryable_store=store if m is not None and m.name else None,
+                                  key_serde=self._result_key_serde,
                       value_serde=None if m is None else m.value_serde)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:

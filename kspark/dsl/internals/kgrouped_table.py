@@ -11,6 +11,7 @@ from kspark.dsl.api import KGroupedTable, KTable
 from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
 from kspark.dsl.internals.internal_serde import ChangeSerde
 from kspark.dsl.internals.processors import TableAggregateProcessor
+from kspark.dsl.internals.table_views import OldValues, StoreView
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde
 
@@ -38,14 +39,17 @@ class KGroupedTableImpl(KGroupedTable):
         store = store_name_for(builder, m, prefix)
         value_serde = None if self._value_serde is None else ChangeSerde(self._value_serde)
         source = builder.repartition(self._node, store, self._key_serde, value_serde,
-                                     drop_null_keys=False)
+                                     null_key_filter=False)
         name = builder.new_name(prefix)
         topo = builder.topology
+        old = OldValues()
         topo.add_processor(
-            name, partial(TableAggregateProcessor, store, initializer, adder, subtractor), source)
+            name, partial(TableAggregateProcessor, store, initializer, adder, subtractor, old),
+            source)
         topo.add_state_store(key_value_store_builder(store, m), name)
-        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
-                      key_serde=self._key_serde,
+        return builder.new_ktable(name, StoreView(old, store),
+                                  queryable_store=store if m is not None and m.name else None,
+                                  key_serde=self._key_serde,
                       value_serde=None if m is None else m.value_serde)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:

@@ -6,15 +6,14 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
-from kspark.dsl.api import KGroupedStream, KStream, KTable
-from kspark.dsl.internals import processors as p
+from kspark.dsl.api import GlobalKTable, KGroupedStream, KStream, KTable
 from kspark.dsl.internals import stateless
 from kspark.dsl.internals.graph import (
     DslGraph,
-    key_value_store_builder,
     optional_serde,
     store_name_for,
 )
+from kspark.dsl.internals.joins import builders as joins
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.serdes import Serde
 
@@ -104,6 +103,39 @@ class KStreamImpl(KStream):
             topo.connect_processor_and_state_stores(name, *store_names)
         return KStreamImpl(self._builder, name, None, None, True)
 
+    # -- joins -----------------------------------------------------------------------------------
+    @property
+    def side(self) -> joins.StreamSide:
+        """What a join needs of this stream."""
+        return joins.StreamSide(self._node, self._key_serde, self._value_serde,
+                                self._repartition_required)
+
+    def _join(self, kind: str, other: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> KStream:
+        if isinstance(other, KStreamImpl):
+            if other._builder is not self._builder:
+                raise ValueError("a join needs streams of the same StreamsBuilder")
+            joiner, windows, stream_joined = arguments(
+                f"{kind} join of two streams", args, kwargs,
+                ("joiner", "join_windows", "stream_joined"), required=2)
+            node, key_serde = joins.stream_stream_join(
+                self._builder, self.side, other.side, joiner, windows, stream_joined, kind)
+            return KStreamImpl(self._builder, node, key_serde, None, False)
+        if kind == "outer":
+            raise TypeError(f"outer_join needs a KStream, got {other!r}")
+        if isinstance(other, KTable | GlobalKTable):
+            return self._builder.stream_table_join(self, other, kind, args, kwargs)
+        raise TypeError(f"{kind}_join needs a KStream, KTable or GlobalKTable, got {other!r}")
+
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        return self._join("inner", other, args, kwargs)
+
+    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        return self._join("left", other, args, kwargs)
+
+    def outer_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        return self._join("outer", other, args, kwargs)
+
     # -- grouping and tables -----------------------------------------------------------------
     def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:
         key_serde = optional_serde(key_serde)
@@ -128,9 +160,26 @@ class KStreamImpl(KStream):
         parent = self._node
         if self._repartition_required:
             parent = builder.repartition(parent, name, None, None)
-        topo = builder.topology
-        topo.add_processor(name, partial(p.TableSourceProcessor, store), parent)
-        topo.add_state_store(key_value_store_builder(store, m), name)
-        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
-                      key_serde=None if self._repartition_required else self._key_serde,
-                      value_serde=self._value_serde)
+        view = builder.table_source(name, parent, store, m)
+        return builder.new_ktable(name, view, queryable_store=m.name if m is not None else None,
+                                  key_serde=None if self._repartition_required else self._key_serde,
+                                  value_serde=self._value_serde)
+
+
+def arguments(what: str, args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...],
+               required: int) -> list[Any]:
+    """``args`` and ``kwargs`` as the values of ``names`` (the first ``required`` needed)."""
+    if len(args) > len(names):
+        raise TypeError(f"{what} takes at most {len(names)} arguments after the other side, "
+                        f"got {len(args)}")
+    values = dict(zip(names, args))
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError(f"{what}: unexpected argument {name!r} (expected {', '.join(names)})")
+        if name in values:
+            raise TypeError(f"{what}: argument {name!r} given twice")
+        values[name] = value
+    missing = [n for n in names[:required] if values.get(n) is None]
+    if missing:
+        raise TypeError(f"{what} needs {', '.join(missing)}")
+    return [values.get(n) for n in names]

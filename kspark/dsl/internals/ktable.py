@@ -10,11 +10,20 @@ from kspark.dsl.api import KGroupedTable, KStream, KTable
 from kspark.dsl.internals import processors as p
 from kspark.dsl.internals.graph import (
     DslGraph,
+    _named,
     key_value_store_builder,
     optional_serde,
     store_name_for,
 )
+from kspark.dsl.internals.joins import builders as joins
 from kspark.dsl.internals.suppress import SuppressProcessor, suppress_store_builder
+from kspark.dsl.internals.table_views import (
+    DerivedView,
+    OldValues,
+    StoreView,
+    SuppressedView,
+    TableView,
+)
 from kspark.dsl.materialized import Materialized, as_materialized
 from kspark.dsl.suppressed import Suppressed
 from kspark.errors import TopologyError
@@ -22,16 +31,18 @@ from kspark.serdes import Serde
 
 
 class KTableImpl(KTable):
-    """A table: its node in the graph, its store (if materialized) and known serdes."""
+    """A table: its node in the graph, what the node offers downstream (its
+    :class:`~kspark.dsl.internals.table_views.TableView`: lookups, old values), its queryable
+    store (if the user named one) and its known serdes."""
 
-    def __init__(self, builder: DslGraph, node: str, *, store_name: str | None = None,
-                 queryable: bool = False, key_serde: Serde | None = None,
+    def __init__(self, builder: DslGraph, node: str, view: TableView, *,
+                 queryable_store: str | None = None, key_serde: Serde | None = None,
                  value_serde: Serde | None = None,
                  suppress_duration_ms: int | None = None) -> None:
         self._builder = builder
         self._node = node
-        self._store_name = store_name
-        self._queryable = queryable
+        self.view = view
+        self._queryable_store = queryable_store
         self._key_serde = key_serde
         self._value_serde = value_serde
         #: for windowed tables: how long after a window's end its result may still change
@@ -44,50 +55,67 @@ class KTableImpl(KTable):
 
     @property
     def queryable_store_name(self) -> str | None:
-        return self._store_name if self._queryable else None
+        return self._queryable_store
 
-    def _derive(self, node: str, *, store_name: str | None = None, queryable: bool = False,
+    @property
+    def graph(self) -> DslGraph:
+        return self._builder
+
+    @property
+    def key_serde(self) -> Serde | None:
+        return self._key_serde
+
+    @property
+    def value_serde(self) -> Serde | None:
+        return self._value_serde
+
+    def _derive(self, node: str, view: TableView, *, queryable_store: str | None = None,
                 value_serde: Serde | None = None) -> KTable:
-        return KTableImpl(self._builder, node, store_name=store_name, queryable=queryable,
-                      key_serde=self._key_serde, value_serde=value_serde,
-                      suppress_duration_ms=self._suppress_duration_ms)
+        return KTableImpl(self._builder, node, view, queryable_store=queryable_store,
+                          key_serde=self._key_serde, value_serde=value_serde,
+                          suppress_duration_ms=self._suppress_duration_ms)
 
-    def _value_op(self, prefix: str, make: Callable[[str | None], Any],
-                  materialized: Materialized | str | None, keep_value_serde: bool) -> KTable:
+    def _value_op(self, prefix: str, compute: Callable[[Any, Any], Any],
+                  materialized: Materialized | str | None, keep_value_serde: bool,
+                  old: OldValues) -> KTable:
         builder = self._builder
         m = as_materialized(materialized)
         store = None if m is None else store_name_for(builder, m, prefix)
         name = builder.new_name(prefix)
         topo = builder.topology
-        topo.add_processor(name, make(store), self._node)
+        topo.add_processor(name, partial(p.TableValueProcessor, compute, old, store), self._node)
+        view: TableView
         if store is not None:
             topo.add_state_store(key_value_store_builder(store, m), name)
+            view = StoreView(old, store)
+        else:
+            view = DerivedView(old, self.view, compute)
         value_serde = self._value_serde if keep_value_serde else None
         if m is not None and m.value_serde is not None:
             value_serde = optional_serde(m.value_serde)
-        return self._derive(name, store_name=store, queryable=m is not None and bool(m.name),
+        return self._derive(name, view, queryable_store=store if _named(m) else None,
                             value_serde=value_serde)
+
+    def _filter(self, predicate: Callable[[Any, Any], Any], negate: bool,
+                materialized: Materialized | str | None) -> KTable:
+        # a filter sends old values whenever its parent can without materializing (so that it
+        # need not forward deletes of rows that were already absent), as Kafka Streams' does
+        old = OldValues(self.view.enable_sending_old_values(False))
+        return self._value_op("KTABLE-FILTER-", p.FilterValue(predicate, negate), materialized,
+                              True, old)
 
     def filter(self, predicate: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
-        return self._value_op(
-            "KTABLE-FILTER-",
-            lambda store: partial(p.TableFilterProcessor, predicate, False, store),
-            materialized, True)
+        return self._filter(predicate, False, materialized)
 
     def filter_not(self, predicate: Callable[[Any, Any], Any],
                    materialized: Materialized | str | None = None) -> KTable:
-        return self._value_op(
-            "KTABLE-FILTER-",
-            lambda store: partial(p.TableFilterProcessor, predicate, True, store),
-            materialized, True)
+        return self._filter(predicate, True, materialized)
 
     def map_values(self, mapper: Callable[[Any], Any],
                    materialized: Materialized | str | None = None) -> KTable:
-        return self._value_op(
-            "KTABLE-MAPVALUES-",
-            lambda store: partial(p.TableMapValuesProcessor, mapper, store),
-            materialized, False)
+        return self._value_op("KTABLE-MAPVALUES-", p.MapValue(mapper), materialized, False,
+                              OldValues())
 
     def to_stream(self) -> KStream:
         name = self._builder.new_name("KTABLE-TOSTREAM-")
@@ -97,10 +125,44 @@ class KTableImpl(KTable):
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedTable:
         name = self._builder.new_name("KTABLE-SELECT-")
+        self.view.enable_sending_old_values(True)  # the re-grouping subtracts old values
         self._builder.topology.add_processor(
             name, partial(p.TableRepartitionMapProcessor, selector), self._node)
         return self._builder.new_grouped_table(name, optional_serde(key_serde),
                                                optional_serde(value_serde))
+
+    # -- joins -------------------------------------------------------------------------------
+    def _join(self, kind: str, other: KTable, joiner: Callable[[Any, Any], Any],
+              materialized: Materialized | str | None,
+              foreign_key_extractor: Callable[[Any], Any] | None) -> KTable:
+        if not isinstance(other, KTableImpl) or other._builder is not self._builder:
+            raise TypeError(f"a table join needs a KTable of the same StreamsBuilder, "
+                            f"got {other!r}")
+        m = as_materialized(materialized)
+        if foreign_key_extractor is not None:
+            return self._builder.foreign_key_join(self, other, foreign_key_extractor, joiner,
+                                                  kind, m)
+        node, view, store = joins.table_table_join(
+            self._builder, joins.TableSide(self._node, self.view),
+            joins.TableSide(other._node, other.view), joiner, kind, m)
+        value_serde = optional_serde(m.value_serde) if m is not None else None
+        return KTableImpl(self._builder, node, view,
+                          queryable_store=store if _named(m) else None,
+                          key_serde=self._key_serde, value_serde=value_serde)
+
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+             materialized: Materialized | str | None = None, *,
+             foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+        return self._join("inner", other, joiner, materialized, foreign_key_extractor)
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                  materialized: Materialized | str | None = None, *,
+                  foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+        return self._join("left", other, joiner, materialized, foreign_key_extractor)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                   materialized: Materialized | str | None = None) -> KTable:
+        return self._join("outer", other, joiner, materialized, None)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         if not isinstance(suppressed, Suppressed):
@@ -122,4 +184,5 @@ class KTableImpl(KTable):
         topo.add_processor(name, partial(SuppressProcessor, suppressed, store, duration,
                                          key_serde=self._key_serde), self._node)
         topo.add_state_store(suppress_store_builder(store), name)
-        return self._derive(name, value_serde=self._value_serde)
+        self.view.enable_sending_old_values(True)  # the buffer keeps each key's prior value
+        return self._derive(name, SuppressedView(self.view), value_serde=self._value_serde)

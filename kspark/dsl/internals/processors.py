@@ -35,30 +35,37 @@ def drop_null(context: ProcessorContext, record: Record, what: str, detail: str 
     )
 
 
-def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False
-                     ) -> Callable[[list[Any]], None]:
+def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False,
+                     old: Any = None) -> Callable[[list[Any]], None]:
     """A batched flush listener (``StoreBase.set_flush_listener(..., batched=True)``) that
     forwards each flushed ``(key, new, old, timestamp)`` as ``Record(key, Change(new, old))``
-    with that timestamp (``at_window_end``: with the end of the key's window)."""
+    with that timestamp (``at_window_end``: with the end of the key's window). With an ``old``
+    flag (:class:`~kspark.dsl.internals.table_views.OldValues`) that is off, ``old`` is sent
+    as ``None``."""
 
     def forward(entries: list[tuple[Any, Any, Any, int]]) -> None:
-        context.forward_all([Record(k, change(new, old), ts) for k, new, old, ts in entries])
+        if old is not None and not old.enabled:
+            context.forward_all([Record(k, change(new, None), ts) for k, new, _, ts in entries])
+            return
+        context.forward_all([Record(k, change(new, prior), ts) for k, new, prior, ts in entries])
 
     def forward_at_end(entries: list[tuple[Any, Any, Any, int]]) -> None:
-        context.forward_all([Record(k, change(new, old), k.window.end)
-                             for k, new, old, _ in entries])
+        context.forward_all([Record(k, change(new, prior), k.window.end)
+                             for k, new, prior, _ in entries])
 
     return forward_at_end if at_window_end else forward
 
 
 class DropNullKeyProcessor(Processor):
-    """Before a repartition sink: drops (and counts) records whose key is null."""
+    """Before a repartition sink: drops (and counts) records whose key is null, unless
+    ``drop`` is off (a join downstream joins records with null keys)."""
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, drop: bool = True) -> None:
         self.topic = topic
+        self.drop = drop
 
     def process(self, record: Record) -> None:
-        if record.key is None:
+        if record.key is None and self.drop:
             drop_null(self.context, record, "key", f"before repartition topic {self.topic!r}")
             return
         self.context.forward(record)
@@ -67,93 +74,120 @@ class DropNullKeyProcessor(Processor):
 # -- KTable ----------------------------------------------------------------------------------
 class TableWriter:
     """Writes a KTable's key-value store and forwards ``change(new, old)``: immediately with
-    caching off, from the store's flush listener at commit with caching on."""
+    caching off, from the store's flush listener at commit with caching on. ``old`` is sent as
+    ``None`` unless the table's :class:`OldValues` flag is on (docs/semantics.md §4)."""
 
-    def __init__(self, context: ProcessorContext, store: InMemoryKeyValueStore) -> None:
-        self.context, self.store = context, store
-        self.caching = store.set_flush_listener(change_forwarder(context), batched=True)
+    def __init__(self, context: ProcessorContext, store: InMemoryKeyValueStore,
+                 old: Any) -> None:
+        self.context, self.store, self.old = context, store, old
+        self.caching = store.set_flush_listener(change_forwarder(context, old=old), batched=True)
 
     def put(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
-        """Store ``new`` (``None`` deletes) and forward unless caching defers it."""
+        """Store ``new`` (``None`` deletes) and forward unless caching defers it (a change of
+        nothing to nothing too, as Kafka Streams forwards it)."""
         self.store.put(key, new, timestamp)
-        if not self.caching and (new is not None or old is not None):
-            self.context.forward(Record(key, change(new, old), timestamp))
+        if not self.caching:
+            sent = old if self.old.enabled else None
+            self.context.forward(Record(key, change(new, sent), timestamp))
 
 
 class _StoreProcessor(Processor):
-    def __init__(self, store_name: str) -> None:
+    def __init__(self, store_name: str, old: Any) -> None:
         self.store_name = store_name
+        self.old = old
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store: InMemoryKeyValueStore = context.get_state_store(self.store_name)
-        self.writer = TableWriter(context, self.store)
+        self.writer = TableWriter(context, self.store, self.old)
 
 
-class TableSourceProcessor(_StoreProcessor):
-    """Materializes a stream of upserts (``None`` value: delete) as a table (``builder.table``,
-    ``KStream.to_table``). Null keys are dropped and counted."""
+class TableSourceProcessor(Processor):
+    """Reads a stream of upserts (``None`` value: delete) as a table (``builder.table``,
+    ``KStream.to_table``). Null keys are dropped and counted. Materialized (``materialized``
+    flag on), it keeps the table in its store and forwards through it; else it forwards each
+    record as ``Change(value, None)``."""
+
+    def __init__(self, store_name: str, old: Any, materialized: Any) -> None:
+        self.store_name, self.old, self.materialized = store_name, old, materialized
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.writer: TableWriter | None = None
+        if self.materialized.enabled:
+            self.store: InMemoryKeyValueStore = context.get_state_store(self.store_name)
+            self.writer = TableWriter(context, self.store, self.old)
 
     def process(self, record: Record) -> None:
         if record.key is None:
             drop_null(self.context, record, "key", f"for table store {self.store_name!r}")
             return
+        if self.writer is None:
+            self.context.forward(record.with_value(change(record.value, None)))
+            return
         old = self.store.get(record.key)
         self.writer.put(record.key, record.value, old, event_time(record))
 
 
-class _TableValueProcessor(Processor):
-    """Computes each of a change's new and old values; optionally materialized in a store."""
+class FilterValue:
+    """A filter's value: the value if ``predicate(key, value)`` holds (fails, with ``negate``),
+    else ``None``."""
 
-    def __init__(self, store_name: str | None = None) -> None:
-        self.store_name = store_name
-        self.writer: TableWriter | None = None
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        if self.store_name is not None:
-            self.writer = TableWriter(context, context.get_state_store(self.store_name))
-
-    def compute(self, key: Any, value: Any) -> Any:
-        raise NotImplementedError
-
-    def process(self, record: Record) -> None:
-        update: Change = record.value
-        new = self.compute(record.key, update.new_value)
-        if self.writer is not None:
-            old = self.writer.store.get(record.key)
-            self.writer.put(record.key, new, old, event_time(record))
-            return
-        old = self.compute(record.key, update.old_value)
-        if new is None and old is None:
-            return
-        self.context.forward(record.with_value(change(new, old)))
-
-
-class TableFilterProcessor(_TableValueProcessor):
-    """A value failing the predicate counts as absent: a change neither of whose values passes
-    forwards nothing; one whose new value fails becomes a delete."""
-
-    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool = False,
-                 store_name: str | None = None) -> None:
-        super().__init__(store_name)
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool) -> None:
         self.predicate, self.negate = predicate, negate
 
-    def compute(self, key: Any, value: Any) -> Any:
+    def __call__(self, key: Any, value: Any) -> Any:
         if value is None or bool(self.predicate(key, value)) == self.negate:
             return None
         return value
 
 
-class TableMapValuesProcessor(_TableValueProcessor):
-    """Applies ``mapper`` to both the new and the old value (absent values stay absent)."""
+class MapValue:
+    """``map_values``' value: ``mapper(value)``; an absent value stays absent."""
 
-    def __init__(self, mapper: Callable[[Any], Any], store_name: str | None = None) -> None:
-        super().__init__(store_name)
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
         self.mapper = mapper
 
-    def compute(self, key: Any, value: Any) -> Any:
+    def __call__(self, key: Any, value: Any) -> Any:
         return None if value is None else self.mapper(value)
+
+
+class TableValueProcessor(Processor):
+    """``KTable.filter`` (``compute`` a :class:`FilterValue`) and ``map_values``
+    (:class:`MapValue`): computes each change's new value, and its old one when old values are
+    sent; optionally materialized in a store. A filter does not forward a change from nothing
+    to nothing when it sends old values; without them it cannot tell, and forwards a delete
+    (as Kafka Streams' filter does)."""
+
+    def __init__(self, compute: Callable[[Any, Any], Any], old: Any,
+                 store_name: str | None = None) -> None:
+        self.compute = compute
+        self.old = old
+        self.store_name = store_name
+        self.skip_empty = isinstance(compute, FilterValue)
+        self.writer: TableWriter | None = None
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        if self.store_name is not None:
+            self.writer = TableWriter(context, context.get_state_store(self.store_name),
+                                      self.old)
+
+    def process(self, record: Record) -> None:
+        update: Change = record.value
+        key = record.key
+        new = self.compute(key, update.new_value)
+        writer = self.writer
+        old = None
+        if self.old.enabled:
+            old = (writer.store.get(key) if writer is not None
+                   else self.compute(key, update.old_value))
+            if old is None and new is None and self.skip_empty:
+                return
+        if writer is not None:
+            writer.put(key, new, old, event_time(record))
+            return
+        self.context.forward(record.with_value(change(new, old)))
 
 
 class TableToStreamProcessor(OneToOne, ColumnMapper):
@@ -212,8 +246,8 @@ class StreamAggregateProcessor(_StoreProcessor):
     Null keys and values are dropped and counted; the result's timestamp is
     ``max(record.ts, previous aggregate's ts)`` (docs/semantics.md §4)."""
 
-    def __init__(self, store_name: str, aggregation: Aggregation) -> None:
-        super().__init__(store_name)
+    def __init__(self, store_name: str, aggregation: Aggregation, old: Any) -> None:
+        super().__init__(store_name, old)
         self.aggregation = aggregation
         self.initializer, self.aggregator, _ = aggregation.functions()
 
@@ -248,8 +282,8 @@ class TableAggregateProcessor(_StoreProcessor):
 
     def __init__(self, store_name: str, initializer: Callable[[], Any],
                  adder: Callable[[Any, Any, Any], Any],
-                 subtractor: Callable[[Any, Any, Any], Any]) -> None:
-        super().__init__(store_name)
+                 subtractor: Callable[[Any, Any, Any], Any], old: Any) -> None:
+        super().__init__(store_name, old)
         self.initializer, self.adder, self.subtractor = initializer, adder, subtractor
 
     def process(self, record: Record) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from kspark.dsl.api import KTable, SessionWindowedKStream, TimeWindowedKStream
 from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.internals.graph import Grouping, store_name_for
+from kspark.dsl.internals.table_views import OldValues, StoreView, WindowedGetterSupplier
 from kspark.dsl.internals.windowing.session import (
     SessionWindowAggregateProcessor,
     session_store_builder,
@@ -58,7 +59,7 @@ class _WindowedKStream:
     def _build(self, prefix: str, materialized: Materialized | str | None,
                aggregation: Aggregation, make_processor: Callable[[str], Any],
                make_store: Callable[[str, Materialized | None], Any],
-               suppress_duration_ms: int, key_serde: Serde | None) -> KTable:
+               suppress_duration_ms: int, key_serde: Serde | None, session: bool) -> KTable:
         grouped = self._grouped
         builder = grouped.graph
         m = as_materialized(materialized)
@@ -72,8 +73,12 @@ class _WindowedKStream:
         topo = builder.topology
         topo.add_processor(name, make_processor(store), parent)
         topo.add_state_store(store_builder, name)
-        return builder.new_ktable(name, store_name=store, queryable=m is not None and bool(m.name),
-                      key_serde=key_serde,
+        # windowed aggregations always send old values (every operator that reads a table's
+        # changes asks for them anyway: Kafka Streams' windowed aggregations grant it)
+        view = StoreView(OldValues(True), store, WindowedGetterSupplier(store, session))
+        return builder.new_ktable(name, view,
+                                  queryable_store=store if m is not None and m.name else None,
+                                  key_serde=key_serde,
                       value_serde=None if m is None else m.value_serde,
                       suppress_duration_ms=suppress_duration_ms)
 
@@ -93,6 +98,7 @@ class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
             lambda store, m: session_store_builder(store, w, m),
             w.inactivity_gap_ms + w.grace_ms,
             _windowed_serde(self._grouped, lambda inner: SessionWindowed(inner)),
+            True,
         )
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
@@ -133,6 +139,7 @@ class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
             lambda store, m: store_builder(store, w, m),
             w.grace_ms,
             _windowed_serde(self._grouped, lambda inner: TimeWindowed(inner, size)),
+            False,
         )
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:

@@ -29,6 +29,9 @@ def changelog_topic(application_id: str, store: str) -> str:
     return f"{application_id}-{store}-changelog"
 
 
+#: the store kinds whose changelog key is the store key, serialized with the store's key serde
+KEY_VALUE_KINDS = ("key_value", "list_value")
+
 #: Kafka Streams' ``windowstore.changelog.additional.retention.ms`` default: a windowed store's
 #: changelog keeps records this long beyond the store's retention
 ADDITIONAL_RETENTION_MS = 86_400_000
@@ -38,10 +41,13 @@ def changelog_topic_config(builder: Any) -> dict[str, str]:
     """Topic configs of a store's changelog on Kafka, as Kafka Streams sets them: compacted;
     for window and session stores also deleted after the store's retention plus
     :data:`ADDITIONAL_RETENTION_MS`, so that expired windows leave the topic."""
-    if builder.kind == "key_value":
+    if builder.kind in KEY_VALUE_KINDS:
         return {"cleanup.policy": "compact"}
     retention = int(builder.params["retention_ms"]) + ADDITIONAL_RETENTION_MS
-    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}
+    # a window store with duplicates (a stream-stream join's) is not compacted: each of its
+    # changelog keys is unique (Kafka Streams sets "delete" alone)
+    policy = "delete" if builder.params.get("retain_duplicates") else "compact,delete"
+    return {"cleanup.policy": policy, "retention.ms": str(retention)}
 
 
 class ChangelogCodec:
@@ -84,7 +90,7 @@ class ChangelogCodec:
         return f"store {self.store!r} ({self.kind} store)"
 
     def encode_key(self, store_key: Any) -> bytes:
-        if self.kind == "key_value":
+        if self.kind in KEY_VALUE_KINDS:
             return self.key_serde.serialize(store_key) or b""
         seq = 0
         if self.kind == "window" and self.retain_duplicates:
@@ -98,7 +104,7 @@ class ChangelogCodec:
     def decode_key(self, data: bytes) -> Any:
         """The store key of a changelog key; ``ValueError`` naming the store if the bytes do not
         fit the store's layout (see the module's documentation)."""
-        if self.kind == "key_value":
+        if self.kind in KEY_VALUE_KINDS:
             return self._inner_key(data)
         if self.kind == "session":
             self._check_length(data, 16, "key bytes, session end and start (8 bytes each)")

@@ -31,14 +31,42 @@ class ExecutionPlan:
         sources = topology.external_source_topics()
         upstream = max([located.get(t) or 1 for t in sources] or [1])
         partitions = {t: n or (1 if t in sources else upstream) for t, n in located.items()}
+        fixed = copartitioned_counts(topology, located)
         for topic, n in topology.internal_topics.items():
-            partitions[topic] = n or upstream
+            partitions[topic] = n or fixed.get(topic) or upstream
         return cls(ordered_stages(topology), upstream, partitions,
                    max(partitions.values(), default=1))
 
     def partitions_of(self, topic: str) -> int:
         """The partition count of ``topic`` (``upstream`` for a topic with no location)."""
         return self.partitions.get(topic, self.upstream)
+
+
+def copartitioned_counts(topology: Topology, located: Mapping[str, int | None]
+                         ) -> dict[str, int]:
+    """The partition count of every internal topic without one of its own that is
+    co-partitioned with a located topic (a join's repartitioned side takes the count of the
+    other side's topic, as Kafka Streams creates it). Raises :class:`TopologyError` naming the
+    topics and their counts when co-partitioned topics have different counts."""
+    out: dict[str, int] = {}
+    for group in topology.copartition_groups:
+        topics = list(dict.fromkeys(t for n in group for t in topology.upstream_topics(n)))
+        counts: dict[str, int] = {t: n for t in topics if (n := located.get(t))}
+        counts.update({t: n for t in topics
+                       if (n := topology.internal_topics.get(t)) is not None})
+        if len(set(counts.values())) > 1:
+            listed = ", ".join(f"{t!r} ({n} partitions)" for t, n in counts.items())
+            raise TopologyError(
+                f"topics {listed} are joined by {', '.join(group)} and must have the same "
+                "number of partitions (co-partitioning): give them the same count, or "
+                "repartition one side (KStream.repartition) before the join"
+            )
+        if counts:
+            n = next(iter(counts.values()))
+            for t in topics:
+                if t in topology.internal_topics and topology.internal_topics[t] is None:
+                    out[t] = n
+    return out
 
 
 def ordered_stages(topology: Topology) -> tuple[SubTopology, ...]:

@@ -64,6 +64,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -89,9 +90,10 @@ import java.util.TreeSet;
  * case failed.
  *
  * <p>A case: {@code {"shape": S, "params": {...}, "inputs": [{"key": k, "value": v, "ts": t} |
- * {"advance_wall_clock": ms}, ...]}}. Shapes, parameters and the user functions behind each
- * {@code op} are documented in tests/oracle/README.md; they are mirrored in
- * tests/oracle/kspark_side.py.
+ * {"advance_wall_clock": ms}, ...]}}; an input record's optional {@code "topic"} names the input
+ * topic ({@code "in"} by default; the join shapes of {@link Joins} read "left" and "right").
+ * Shapes, parameters and the user functions behind each {@code op} are documented in
+ * tests/oracle/README.md; they are mirrored in tests/oracle/kspark_side.py.
  */
 public final class Oracle {
 
@@ -116,6 +118,7 @@ public final class Oracle {
         SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress"));
         SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching"));
         SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"));
+        SHAPES.putAll(Joins.SHAPES);
     }
 
     private Oracle() {
@@ -292,12 +295,20 @@ public final class Oracle {
     /** What a built shape needs to be driven and read. */
     static final class Built {
         Topology topology;
+        /** the topics the shape reads (String keys; an input's "topic", "in" when absent) */
+        List<String> inputTopics = List.of("in");
         Serde<Object> inputValueSerde;
         Deserializer<?> outputKeyDeserializer;
         Deserializer<?> outputValueDeserializer;
         /** store name -> kind ("session", "window", "kv_ts", "kv") */
         final Map<String, String> stores = new LinkedHashMap<>();
+        /** the stores whose changelogs "changelogs": true prints; null: those of {@link #stores} */
+        Collection<String> changelogStores;
         boolean windowedOutput;
+
+        Collection<String> changelogStores() {
+            return changelogStores != null ? changelogStores : stores.keySet();
+        }
     }
 
     static ArrayNode runCase(final JsonNode doc, final Path stateDir) throws IOException {
@@ -338,11 +349,16 @@ public final class Oracle {
         // record, as kspark does
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
             p.ms("emit_interval", 0L, 0));
+        // likewise left / outer stream-stream joins look for closed windows at most this often
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX,
+            p.ms("emit_interval", 0L, 0));
         final ArrayNode lines = NODES.arrayNode();
         final TreeSet<String> keys = new TreeSet<>();
         try (TopologyTestDriver driver = new TopologyTestDriver(built.topology, props, Instant.ofEpochMilli(0))) {
-            final TestInputTopic<String, Object> in = driver.createInputTopic(
-                "in", Serdes.String().serializer(), built.inputValueSerde.serializer());
+            final Map<String, TestInputTopic<String, Object>> in = new LinkedHashMap<>();
+            for (final String topic : built.inputTopics) {
+                in.put(topic, driver.createInputTopic(topic, Serdes.String().serializer(), built.inputValueSerde.serializer()));
+            }
             @SuppressWarnings("unchecked")
             final TestOutputTopic<Object, Object> out = driver.createOutputTopic(
                 "out", (Deserializer<Object>) built.outputKeyDeserializer, (Deserializer<Object>) built.outputValueDeserializer);
@@ -364,14 +380,14 @@ public final class Oracle {
                         if (key != null) {
                             keys.add(key);
                         }
-                        in.pipeInput(key, inputValue(built, input.get("value")), ts.asLong());
+                        inputTopic(in, shape, input).pipeInput(key, inputValue(built, input.get("value")), ts.asLong());
                     }
                     drain(out, built, lines);
                 }
             }
             drain(out, built, lines);
             if (doc.path("changelogs").asBoolean(false)) {
-                ByteCompat.changelogLines(driver, built.stores.keySet(), lines);
+                ByteCompat.changelogLines(driver, built.changelogStores(), lines);
             }
             for (final Map.Entry<String, String> store : built.stores.entrySet()) {
                 dumpStore(driver, store.getKey(), store.getValue(), keys, lines);
@@ -379,6 +395,21 @@ public final class Oracle {
         }
         deleteTree(stateDir);
         return lines;
+    }
+
+    /** The input topic an input record names with "topic" ("in" when absent), if the shape reads it. */
+    static TestInputTopic<String, Object> inputTopic(final Map<String, TestInputTopic<String, Object>> topics,
+                                                     final String shape, final JsonNode input) {
+        final JsonNode t = input.get("topic");
+        if (t != null && !t.isNull() && !t.isTextual()) {
+            throw new CaseError("an input's \"topic\" must be a string, got " + input);
+        }
+        final String topic = t == null || t.isNull() ? "in" : t.asText();
+        final TestInputTopic<String, Object> in = topics.get(topic);
+        if (in == null) {
+            throw new CaseError("shape '" + shape + "' does not read topic '" + topic + "' (its input topics: " + topics.keySet() + ")");
+        }
+        return in;
     }
 
     static Object inputValue(final Built built, final JsonNode v) {
@@ -517,6 +548,7 @@ public final class Oracle {
             case "stream_aggregate" -> streamAggregate(p);
             case "table_aggregate" -> tableAggregate(p);
             case "punctuator" -> punctuator(p);
+            case "stream_join", "stream_table_join", "global_join", "table_join", "fk_join" -> Joins.build(shape, p);
             default -> throw new CaseError("unknown shape '" + shape + "'");
         };
     }

@@ -1,0 +1,252 @@
+"""How each join is added to the graph, with Kafka Streams' node and store names.
+
+A stream-stream join (``KStreamImplJoin`` in Kafka Streams) is five nodes: each side's windowed
+processor (``KSTREAM-WINDOWED-``), each side's join processor (``KSTREAM-JOINTHIS-`` /
+``KSTREAM-JOINOTHER-``, or ``KSTREAM-OUTERTHIS-`` / ``KSTREAM-OUTEROTHER-`` on a side whose
+partner is outer) and a merge (``KSTREAM-MERGE-``); its stores are named after the join
+processors (``<KSTREAM-JOINTHIS-n>-store``, the shared outer store
+``KSTREAM-OUTERSHARED-<n>-store``), or after ``StreamJoined.store_name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
+from kspark.dsl.internals.joins.stream_stream import JoinWindowProcessor, StreamJoinProcessor
+from kspark.dsl.internals.joins.stream_table import StreamTableJoinProcessor
+from kspark.dsl.internals.joins.table_table import (
+    SIDES,
+    JoinedGetterSupplier,
+    TableJoinMergeProcessor,
+    TableTableJoinProcessor,
+    reversed_joiner,
+)
+from kspark.dsl.internals.stateless import PassThroughProcessor
+from kspark.dsl.internals.table_views import (
+    JoinedView,
+    OldValues,
+    StoreGetterSupplier,
+    TableView,
+    ValueGetterSupplier,
+)
+from kspark.dsl.joined import Joined, StreamJoined
+from kspark.dsl.materialized import Materialized
+from kspark.errors import TopologyError
+from kspark.serdes import Serde, as_serde
+from kspark.state.builders import StoreBuilder, Stores
+from kspark.state.join_stores import LeftOrRightValuesSerde, TimestampedKeyAndJoinSideSerde
+from kspark.windows import JoinWindows
+
+#: join kinds: (this side outer, other side outer)
+KINDS = {"inner": (False, False), "left": (True, False), "outer": (True, True)}
+
+
+class StreamSide(NamedTuple):
+    """What a join needs of one of its streams."""
+
+    node: str
+    key_serde: Serde | None
+    value_serde: Serde | None
+    repartition_required: bool
+
+
+def _serde(given: Any, known: Serde | None) -> Serde | None:
+    return as_serde(given) if given is not None else known
+
+
+def repartitioned(graph: DslGraph, side: StreamSide, name: str, key_serde: Serde | None,
+                  value_serde: Serde | None, *, keep_null_keys: bool) -> StreamSide:
+    """``side`` read back through the repartition topic ``<name>-repartition`` if its key may
+    have changed (null keys kept for joins that join them, as Kafka Streams keeps them)."""
+    if not side.repartition_required:
+        return side
+    source = graph.repartition(side.node, name, key_serde, value_serde,
+                               drop_null_keys=not keep_null_keys)
+    return StreamSide(source, key_serde, value_serde, False)
+
+
+def stream_stream_join(
+    graph: DslGraph,
+    this: StreamSide,
+    other: StreamSide,
+    joiner: Callable[[Any, Any], Any],
+    windows: JoinWindows,
+    stream_joined: StreamJoined | None,
+    kind: str,
+) -> tuple[str, Serde | None]:
+    """Add a stream-stream join of ``kind`` to the graph; return the merge node and the
+    result's key serde."""
+    if not isinstance(windows, JoinWindows):
+        raise TypeError(f"a stream-stream join needs JoinWindows, got {windows!r}")
+    if not callable(joiner):
+        raise TypeError(f"joiner must be callable, got {joiner!r}")
+    sj = stream_joined or StreamJoined()
+    if not isinstance(sj, StreamJoined):
+        raise TypeError(f"stream_joined must be a StreamJoined, got {sj!r}")
+    this_outer, other_outer = KINDS[kind]
+    key_serde = _serde(sj.key_serde, this.key_serde)
+    this_values = _serde(sj.value_serde, this.value_serde)
+    other_values = _serde(sj.other_value_serde, other.value_serde)
+    relaxed = this_outer  # left and outer joins join records with null keys
+    this = repartitioned(graph, this, f"{sj.name}-left" if sj.name else this.node,
+                         key_serde, this_values, keep_null_keys=relaxed)
+    other = repartitioned(graph, other, f"{sj.name}-right" if sj.name else other.node,
+                          _serde(sj.key_serde, other.key_serde), other_values,
+                          keep_null_keys=relaxed)
+    topo = graph.topology
+
+    def name(suffix: str, prefix: str) -> str:
+        return f"{sj.name}{suffix}" if sj.name else graph.new_name(prefix)
+
+    this_windowed = name("-this-windowed", "KSTREAM-WINDOWED-")
+    other_windowed = name("-other-windowed", "KSTREAM-WINDOWED-")
+    this_generated = graph.new_name("KSTREAM-OUTERTHIS-" if other_outer else "KSTREAM-JOINTHIS-")
+    other_generated = graph.new_name(
+        "KSTREAM-OUTEROTHER-" if this_outer else "KSTREAM-JOINOTHER-")
+    this_suffix = "-outer-this-join" if other_outer else "-this-join"
+    other_suffix = "-outer-other-join" if this_outer else "-other-join"
+    this_join = f"{sj.name}{this_suffix}" if sj.name else this_generated
+    other_join = f"{sj.name}{other_suffix}" if sj.name else other_generated
+    merge = name("-merge", "KSTREAM-MERGE-")
+
+    base = sj.store_name
+    this_store = f"{base}{this_suffix}-store" if base else f"{this_generated}-store"
+    other_store = f"{base}{other_suffix}-store" if base else f"{other_generated}-store"
+    outer_store = outer_keys = None
+    if this_outer:
+        shared = "-outer-shared-join" if other_outer else "-left-shared-join"
+        digits = this_generated[len("KSTREAM-OUTERTHIS-" if other_outer
+                                    else "KSTREAM-JOINTHIS-"):]
+        outer_store = (f"{base}{shared}-store" if base
+                       else f"KSTREAM-OUTERSHARED-{digits}-store")
+        outer_keys = TimestampedKeyAndJoinSideSerde(key_serde)
+
+    topo.add_processor(this_windowed, partial(JoinWindowProcessor, this_store), this.node)
+    topo.add_processor(other_windowed, partial(JoinWindowProcessor, other_store), other.node)
+    side = partial(StreamJoinProcessor, windows=windows, joiner=joiner, outer_store=outer_store,
+                   outer_keys=outer_keys, shared=merge)
+    topo.add_processor(this_join, partial(side, left=True, outer=this_outer,
+                                          other_store=other_store), this_windowed)
+    topo.add_processor(other_join, partial(side, left=False, outer=other_outer,
+                                           other_store=this_store), other_windowed)
+    topo.add_processor(merge, PassThroughProcessor, this_join, other_join)
+    topo.add_state_store(_window_store(this_store, windows, key_serde, this_values, sj),
+                         this_windowed, other_join)
+    topo.add_state_store(_window_store(other_store, windows, key_serde, other_values, sj),
+                         other_windowed, this_join)
+    if outer_store is not None:
+        topo.add_state_store(
+            StoreBuilder(outer_store, "list_value", logging=sj.logging, key_serde=outer_keys,
+                         value_serde=LeftOrRightValuesSerde(this_values, other_values)),
+            this_join, other_join)
+    topo.copartition(this.node, other.node)
+    return merge, key_serde
+
+
+def _window_store(name: str, windows: JoinWindows, key_serde: Serde | None,
+                  value_serde: Serde | None, sj: StreamJoined) -> StoreBuilder:
+    """A join side's window store: duplicates retained, kept for the windows' size + grace."""
+    return Stores.window_store(name, windows.default_retention_ms, windows.size_ms,
+                               retain_duplicates=True, key_serde=key_serde,
+                               value_serde=value_serde, logging=sj.logging)
+
+
+def stream_table_join(
+    graph: DslGraph,
+    stream: StreamSide,
+    getter: ValueGetterSupplier,
+    table_node: str | None,
+    joiner: Callable[[Any, Any], Any],
+    kind: str,
+    joined: Joined | None = None,
+    key_selector: Callable[[Any, Any], Any] | None = None,
+) -> str:
+    """Add a join of ``stream`` with a table (``table_node``, read through ``getter``) or, with
+    ``key_selector``, a global table; return the join's node."""
+    if not callable(joiner):
+        raise TypeError(f"joiner must be callable, got {joiner!r}")
+    if key_selector is not None and not callable(key_selector):
+        raise TypeError(f"key_selector must be callable, got {key_selector!r}")
+    j = joined or Joined()
+    if not isinstance(j, Joined):
+        raise TypeError(f"joined must be a Joined, got {j!r}")
+    if j.grace is not None:
+        raise TopologyError("KTable must be versioned to use a grace period in a stream-table "
+                            "join (Joined.grace)")
+    left = kind == "left"
+    if key_selector is None:  # a table: co-partitioned with the stream, repartitioned if need be
+        stream = repartitioned(graph, stream, j.name or stream.node,
+                               _serde(j.key_serde, stream.key_serde),
+                               _serde(j.value_serde, stream.value_serde), keep_null_keys=left)
+        prefix = "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-"
+    else:
+        prefix = "KSTREAM-LEFTJOIN-"  # Kafka Streams names both global joins so
+    name = j.name or graph.new_name(prefix)
+    topo = graph.topology
+    topo.add_processor(name, partial(StreamTableJoinProcessor, getter, joiner, left,
+                                     key_selector), stream.node)
+    topo.connect_processor_and_state_stores(name, *getter.store_names)
+    if table_node is not None:
+        topo.copartition(stream.node, table_node)
+    return name
+
+
+class TableSide(NamedTuple):
+    """What a table-table join needs of one of its tables."""
+
+    node: str
+    view: TableView
+
+
+def table_table_join(
+    graph: DslGraph,
+    this: TableSide,
+    other: TableSide,
+    joiner: Callable[[Any, Any], Any],
+    kind: str,
+    materialized: Materialized | None,
+) -> tuple[str, TableView, str | None]:
+    """Add a table-table join of ``kind`` on the primary key; return the merge node, the
+    result's view and its store (``None``: not materialized)."""
+    if not callable(joiner):
+        raise TypeError(f"joiner must be callable, got {joiner!r}")
+    this_kind, other_kind = SIDES[kind]
+    # a left or outer join subtracts what it joined before: it needs its tables' old values
+    if kind in ("left", "outer"):
+        this.view.enable_sending_old_values(True)
+    if kind == "outer":
+        other.view.enable_sending_old_values(True)
+    this_getter, other_getter = this.view.getter(), other.view.getter()
+    store = None if materialized is None else store_name_for(graph, materialized,
+                                                             "KTABLE-MERGE-")
+    merge = graph.new_name("KTABLE-MERGE-")
+    this_join = graph.new_name("KTABLE-JOINTHIS-")
+    other_join = graph.new_name("KTABLE-JOINOTHER-")
+    this_old, other_old, merge_old = OldValues(), OldValues(), OldValues()
+    topo = graph.topology
+    topo.add_processor(this_join, partial(TableTableJoinProcessor, this_kind, other_getter,
+                                          joiner, this_old), this.node)
+    topo.connect_processor_and_state_stores(this_join, *other_getter.store_names)
+    topo.add_processor(other_join, partial(TableTableJoinProcessor, other_kind, this_getter,
+                                           reversed_joiner(joiner), other_old), other.node)
+    topo.connect_processor_and_state_stores(other_join, *this_getter.store_names)
+    topo.add_processor(merge, partial(TableJoinMergeProcessor, merge_old, store),
+                       this_join, other_join)
+    topo.copartition(this.node, other.node)
+    olds = (this_old, other_old)
+
+    def enable_upstream() -> None:
+        this.view.enable_sending_old_values(True)
+        other.view.enable_sending_old_values(True)
+
+    getter: Callable[[], ValueGetterSupplier]
+    if store is not None:
+        topo.add_state_store(key_value_store_builder(store, materialized), merge)
+        getter = partial(StoreGetterSupplier, store)
+    else:
+        def getter() -> ValueGetterSupplier:
+            return JoinedGetterSupplier(kind, this.view.getter(), other.view.getter(), joiner)
+    return merge, JoinedView(merge_old, olds, enable_upstream, getter), store

@@ -1,0 +1,179 @@
+"""The processors of a stream-stream windowed join (docs/semantics.md §9.1), as Kafka Streams
+runs them.
+
+Each side has a *windowed* processor that forwards its record and then keeps it (unless its key
+is null) in its side's window store (duplicates retained, keyed by the record's timestamp), and
+a *join* processor that joins the record with the other side's store: every other-side record
+of the key with a timestamp in ``[ts - before, ts + after]`` (seen from the right side:
+``[ts - after, ts + before]``) gives ``joiner(left, right)`` at the larger of the two
+timestamps. Left and outer joins keep a record that found no partner in the shared outer-join
+store (:mod:`kspark.state.join_stores`) and forward ``joiner(value, None)`` only once the record
+can no longer be joined: when stream time has passed its timestamp by ``after`` (right side:
+``before``) plus the grace period. Both join processors of one join share the join's stream time
+and the smallest timestamp in the outer-join store (:meth:`ProcessorContext.shared_state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark.dsl.internals.processors import drop_null
+from kspark.processor.api import Processor, ProcessorContext
+from kspark.records import Record, event_time
+from kspark.state.join_stores import (
+    LeftOrRightValue,
+    ListValueStore,
+    TimestampedKeyAndJoinSideSerde,
+)
+from kspark.windows import JoinWindows
+
+#: shared state keys: the join's stream time, and the smallest timestamp put into the outer-join
+#: store since its last scan (``None``: none, Kafka Streams' ``Long.MAX_VALUE``)
+STREAM_TIME = "stream_time"
+MIN_TIME = "min_time"
+
+
+class JoinWindowProcessor(Processor):
+    """Forwards each record, then puts it (unless its key is null) into its side's window
+    store at its timestamp."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+        if record.key is not None:
+            ts = event_time(record)
+            self.store.put(record.key, record.value, ts, ts)
+
+
+class StreamJoinProcessor(Processor):
+    """One side of a stream-stream join (see the module).
+
+    ``left``: whether this is the left side (the stream ``join`` was called on); ``outer``:
+    whether this side's unmatched records are emitted (the left side of a left join, both sides
+    of an outer join); ``outer_store``: the shared outer-join store of a left or outer join
+    (``None`` for an inner join), with ``outer_keys`` making its keys."""
+
+    def __init__(
+        self,
+        *,
+        left: bool,
+        outer: bool,
+        windows: JoinWindows,
+        joiner: Callable[[Any, Any], Any],
+        other_store: str,
+        outer_store: str | None,
+        outer_keys: TimestampedKeyAndJoinSideSerde | None,
+        shared: str,
+    ) -> None:
+        self.left, self.outer = left, outer
+        self.windows = windows
+        self.joiner = joiner
+        # how far this side looks back and ahead into the other side's store
+        self.before_ms = windows.before_ms if left else windows.after_ms
+        self.after_ms = windows.after_ms if left else windows.before_ms
+        self.other_store_name = other_store
+        self.outer_store_name = outer_store
+        self.outer_keys = outer_keys
+        self.shared = shared
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.other_store = context.get_state_store(self.other_store_name)
+        self.outer_store: ListValueStore | None = (
+            None if self.outer_store_name is None
+            else context.get_state_store(self.outer_store_name))
+        self.tracker = context.shared_state(self.shared)
+        self.tracker.setdefault(STREAM_TIME, -1)
+        self.tracker.setdefault(MIN_TIME, None)
+
+    def join(self, this: Any, other: Any) -> Any:
+        """``joiner(left value, right value)`` of this side's and the other side's value."""
+        return self.joiner(this, other) if self.left else self.joiner(other, this)
+
+    def process(self, record: Record) -> None:
+        ts = event_time(record)
+        tracker = self.tracker
+        if ts > tracker[STREAM_TIME]:
+            tracker[STREAM_TIME] = ts
+        key, value = record.key, record.value
+        if key is None or value is None:
+            if self.outer and key is None and value is not None:
+                self.context.forward(record.with_value(self.join(value, None)))
+            else:
+                drop_null(self.context, record, "key" if key is None else "value",
+                          f"in stream-stream join {self.context.processor_name!r}")
+            return
+        stream_time = tracker[STREAM_TIME]
+        outer_store = self.outer_store
+        if outer_store is not None and ts == stream_time:
+            self._emit_closed(record, outer_store)
+        time_to = max(0, ts + self.after_ms)
+        others = self.other_store.fetch_range(key, max(0, ts - self.before_ms), time_to)
+        forward = self.context.forward
+        headers = record.headers
+        for other_ts, other_value in others:
+            if outer_store is not None:
+                assert self.outer_keys is not None
+                outer_store.put_if_absent(self.outer_keys.key_of(other_ts, not self.left, key),
+                                          None)
+            forward(Record(key, self.join(value, other_value), max(ts, other_ts), headers))
+        if others or not self.outer:
+            return
+        if outer_store is None or time_to < stream_time:
+            forward(record.with_value(self.join(value, None)))
+            return
+        assert self.outer_keys is not None
+        if tracker[MIN_TIME] is None or ts < tracker[MIN_TIME]:
+            tracker[MIN_TIME] = ts
+        outer_store.put(self.outer_keys.key_of(ts, self.left, key),
+                        LeftOrRightValue(self.left, value))
+
+    def _emit_closed(self, record: Record, store: ListValueStore) -> None:
+        """Forward (and remove) the unmatched records of the outer-join store whose window has
+        closed, oldest first, as Kafka Streams does: it reads the store in key order (timestamp,
+        side, key) until both sides have a record whose window is still open, and remembers
+        the timestamp of the last record it looked at."""
+        tracker = self.tracker
+        stream_time = tracker[STREAM_TIME]
+        min_time = tracker[MIN_TIME]
+        grace = self.windows.grace_ms
+        if min_time is None:
+            # Kafka Streams keeps Long.MAX_VALUE here, and MAX_VALUE + after + grace overflows
+            # (so it looks) unless after + grace <= 0; this is the case after a restore, when
+            # the restored store may hold records
+            if self.after_ms + grace <= 0:
+                return
+        elif min_time + self.after_ms + grace >= stream_time:
+            return  # nothing can have closed yet
+        tracker[MIN_TIME] = None
+        after, before = self.windows.after_ms, self.windows.before_ms
+        left_open = right_open = False
+        emitted = []
+        forward = self.context.forward
+        headers = record.headers
+        joiner = self.joiner
+        for store_key, values in store.entries():
+            timestamp = store_key.timestamp
+            tracker[MIN_TIME] = timestamp
+            if left_open and right_open:
+                break
+            is_left = store_key.is_left
+            if timestamp + (after if is_left else before) + grace >= stream_time:
+                if is_left:
+                    left_open = True
+                else:
+                    right_open = True
+                continue
+            for item in values:
+                out = joiner(item.value, None) if is_left else joiner(None, item.value)
+                forward(Record(store_key.key, out, timestamp, headers))
+            emitted.append(store_key)
+        if emitted:
+            store.remove_all(emitted)
