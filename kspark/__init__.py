@@ -17,12 +17,15 @@ if TYPE_CHECKING:
     from kspark import serdes
     from kspark.config import StreamsConfig
     from kspark.dsl import (
+        GlobalKTable,
+        Joined,
         KGroupedStream,
         KGroupedTable,
         KStream,
         KTable,
         Materialized,
         SessionWindowedKStream,
+        StreamJoined,
         StreamsBuilder,
         TimeWindowedKStream,
     )
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from kspark.topology import Topology, TopologyDescription
     from kspark.windows import (
         EmitStrategy,
+        JoinWindows,
         SessionWindows,
         SlidingWindows,
         TimeWindows,
@@ -56,6 +60,9 @@ if TYPE_CHECKING:
 #: every Spark Python worker that unpickles a kspark object) stays cheap
 _EXPORTS: dict[str, str] = {
     "StreamsConfig": "kspark.config",
+    "GlobalKTable": "kspark.dsl",
+    "Joined": "kspark.dsl",
+    "StreamJoined": "kspark.dsl",
     "KGroupedStream": "kspark.dsl",
     "KGroupedTable": "kspark.dsl",
     "KStream": "kspark.dsl",
@@ -92,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "Topology": "kspark.topology",
     "TopologyDescription": "kspark.topology",
     "EmitStrategy": "kspark.windows",
+    "JoinWindows": "kspark.windows",
     "SessionWindows": "kspark.windows",
     "SlidingWindows": "kspark.windows",
     "TimeWindows": "kspark.windows",
@@ -122,7 +130,10 @@ __all__ = [
     "Cancellable",
     "Change",
     "EmitStrategy",
+    "GlobalKTable",
     "InvalidStateStoreError",
+    "JoinWindows",
+    "Joined",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
@@ -142,6 +153,7 @@ __all__ = [
     "SlidingWindows",
     "StoreBuilder",
     "Stores",
+    "StreamJoined",
     "StreamsApp",
     "StreamsBuilder",
     "StreamsConfig",

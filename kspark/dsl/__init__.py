@@ -4,6 +4,7 @@
 """
 
 from kspark.dsl.api import (
+    GlobalKTable,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -12,17 +13,21 @@ from kspark.dsl.api import (
     TimeWindowedKStream,
 )
 from kspark.dsl.builder import StreamsBuilder
+from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
 from kspark.dsl.suppressed import BufferConfig, Suppressed
 
 __all__ = [
     "BufferConfig",
+    "GlobalKTable",
+    "Joined",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",
     "SessionWindowedKStream",
+    "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",

@@ -22,15 +22,26 @@ UPSTREAM_STRIDE = 1 << 40
 
 def processing_order(
     topics: np.ndarray, offsets: np.ndarray, stamps: np.ndarray,
-    repartition_topics: Collection[str] = (),
+    repartition_topics: Collection[str] = (), first_topics: Collection[str] = (),
 ) -> tuple[np.ndarray | None, list[str]]:
     """The positions of the records in processing order (``None``: already in order) and the
     distinct topics among them. ``topics``, ``offsets`` and ``stamps`` are the records' columns
-    (one task's records, in any order)."""
+    (one task's records, in any order). The records of ``first_topics`` (global stores'
+    topics, which update the stores every task reads) come before all others, in offset
+    order."""
     names = [str(n) for n in pd.unique(topics)]
     split = [n for n in names if n in repartition_topics]
     if len(names) <= 1 and not split:
         return (None if _ascending(offsets) else np.argsort(offsets, kind="stable")), names
+    ahead = [n for n in sorted(names) if n in first_topics]
+    if ahead:
+        head = [np.flatnonzero(topics == n) for n in ahead]
+        head = [idx[np.argsort(offsets[idx], kind="stable")] for idx in head]
+        rest = np.flatnonzero(~np.isin(topics, ahead))
+        order, rest_names = processing_order(topics[rest], offsets[rest], stamps[rest],
+                                             repartition_topics)
+        tail = rest if order is None else rest[order]
+        return np.concatenate([*head, tail]).astype(np.int64), names
     runs = []
     for name in sorted(names):
         idx = np.flatnonzero(topics == name)

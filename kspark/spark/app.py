@@ -202,8 +202,11 @@ class StreamsApp:
 
         read_in_stage = self._read_files_in_stage()
         kafka_reads = self._kafka_reads()
+        global_topics = self.topology.global_topics()
+        # a global store's topic is read by every task whole: read once, then copied to them
         sources = [
-            source_frame(self.spark, topic, self.topics[topic], read_in_stage, self._parallelism,
+            source_frame(self.spark, topic, self.topics[topic],
+                         read_in_stage and topic not in global_topics, self._parallelism,
                          self.config, kafka_reads)
             for topic in self.topology.external_source_topics()
         ]
@@ -220,7 +223,10 @@ class StreamsApp:
 
         in_stage = self.config.extra.get("spark.kspark.kafka.read.in.stage", "true") == "true"
         reads = {}
+        global_topics = self.topology.global_topics()
         for topic in self.topology.external_source_topics():
+            if topic in global_topics:
+                continue  # read once and copied to every task (see build_query_frame)
             spec = self.topics[topic]
             if isinstance(spec, KafkaTopic):
                 options = kafka_stage_options(self.spark, spec, topic, in_stage,

@@ -72,3 +72,50 @@ def run_spark(
     finally:
         app.stop()
     return {t: s.records() for t, s in sinks.items()}, app
+
+
+def batch_chunks(records: Records, batches: int) -> list[Records]:
+    """``records`` cut as :func:`run_spark` cuts a topic into its micro-batches' files."""
+    per_file = max(1, -(-len(records) // batches))
+    return [records[i:i + per_file] for i in range(0, len(records), per_file)]
+
+
+def spark_order(inputs: dict[str, Records], batches: int, first: tuple[str, ...] = (),
+                keep: Any = None) -> list[tuple[str, Any, Any, int]]:
+    """The order in which :func:`run_spark` processes ``inputs`` in one task: micro-batch by
+    micro-batch, the records of ``first`` (global stores' topics) ahead, then the topics
+    merged as Kafka Streams' partition group merges them (the topic whose next record has the
+    smallest timestamp first; ties to the topic first by name). ``keep(topic, record)``: the
+    records of the task (default: all, one partition)."""
+    import heapq
+
+    chunks = {t: [[r for r in c if keep is None or keep(t, r)] for c in batch_chunks(r, batches)]
+              for t, r in inputs.items()}
+    order: list[tuple[str, Any, Any, int]] = []
+    for b in range(max((len(c) for c in chunks.values()), default=0)):
+        now = {t: c[b] for t, c in chunks.items() if b < len(c) and c[b]}
+        for topic in sorted(t for t in now if t in first):
+            order.extend((topic, *r) for r in now.pop(topic))
+        heads = [(records[0][2], topic, 0) for topic, records in sorted(now.items())]
+        heapq.heapify(heads)
+        while heads:
+            _, topic, i = heapq.heappop(heads)
+            order.append((topic, *now[topic][i]))
+            if i + 1 < len(now[topic]):
+                heapq.heappush(heads, (now[topic][i + 1][2], topic, i + 1))
+    return order
+
+
+def run_driver_in_order(topology: Topology, order: list[tuple[str, Any, Any, int]],
+                        outputs: dict[str, tuple], serdes_in: dict[str, tuple],
+                        config: dict | None = None) -> dict[str, Records]:
+    """Pipe ``(topic, key, value, timestamp)`` records in the given order; read all outputs."""
+    with TopologyTestDriver(topology, config=config) as driver:
+        pipes = {t: driver.create_input_topic(t, *serdes_in[t]) for t in serdes_in}
+        for topic, k, v, ts in order:
+            pipes[topic].pipe_input(k, v, ts)
+        result = {}
+        for topic, (ks, vs) in outputs.items():
+            out = driver.create_output_topic(topic, ks, vs)
+            result[topic] = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+        return result

@@ -87,15 +87,24 @@ def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: Str
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
+    global_topics = topology.global_topics()
+    if global_topics:
+        # every task keeps a global store whole: each row of its topic goes to every task
+        every = F.array(*[F.lit(p) for p in range(tasks)])
+        copies = F.when(F.col("topic").isin(global_topics), every).otherwise(
+            F.array(F.col("partition").cast("int")))
+        frame = frame.withColumn("partition", F.explode(copies))
     blob = cloudpickle.dumps(topology)
     topic_partitions = dict(plan.partitions)
     spark.conf.set("spark.sql.shuffle.partitions", str(spark_partitions))
-    for sub in plan.stages:
+    for index, sub in enumerate(plan.stages):
+        later = {t for s in plan.stages[index + 1:] for t in s.source_topics}
         # tasks spread evenly over the shuffle partitions, which run side by side
         group = task_group_column(F.col("partition"), tasks, spark_partitions)
         frame = frame.withColumn("task_group", group)
         frame = frame.groupBy("task_group").transformWithStateInPandas(
-            StageProcessor(blob, sub.id, config, topic_partitions, changelogs, kafka_reads),
+            StageProcessor(blob, sub.id, config, topic_partitions, changelogs, kafka_reads,
+                           tasks, frozenset(later.intersection(global_topics))),
             ROW_DDL,
             "Append",
             "None",

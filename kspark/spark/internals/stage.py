@@ -154,6 +154,8 @@ class StageProcessor(StatefulProcessor):
         topic_partitions: dict[str, int],
         changelog_topics: dict[str, str] | None = None,
         kafka_reads: dict[str, dict[str, str]] | None = None,
+        tasks: int | None = None,
+        global_topics_after: frozenset[str] = frozenset(),
     ) -> None:
         self.topology_blob = topology_blob
         self.digest = hashlib.sha256(topology_blob).hexdigest()
@@ -163,7 +165,9 @@ class StageProcessor(StatefulProcessor):
         #: store -> changelog topic, for the stores whose changelog is written out
         self.changelog_topics = changelog_topics or {}
         #: number of tasks: the grouping key is the task or a value of ``task_group_values``
-        self.tasks = max([*topic_partitions.values(), 1])
+        self.tasks = tasks or max([*topic_partitions.values(), 1])
+        #: global stores' topics that a later stage keeps too (their rows pass through)
+        self.global_topics_after = global_topics_after
         #: file range -> its records, per partition until taken (this Spark task's reads; the
         #: processor is unpickled per Spark task, and ``close`` forgets them)
         self._file_ranges: dict[bytes, FileRangeRecords] = {}

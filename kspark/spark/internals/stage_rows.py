@@ -49,10 +49,12 @@ def stage_batch(
     kinds = frame["kind"]
     own = (frame["topic"].isin(sub.source_topics) & kinds.isin(RECORD_KINDS)).to_numpy()
     ticks = bool((kinds == KIND_TICK).any())
+    # packed rows of other topics stay packed; a global store's rows also go on to the later
+    # stages that keep the store
+    passing = ~own | frame["topic"].isin(stage.global_topics_after).to_numpy()
+    if passing.any():
+        yield frame[passing][ROW_COLUMNS]
     if not own.all():
-        passthrough = frame[~own]  # packed rows of other topics stay packed
-        if len(passthrough):
-            yield passthrough[ROW_COLUMNS]
         frame = frame[own]
     if not len(frame) and not ticks:
         return
@@ -76,7 +78,7 @@ def _run_task(
         topology,
         sub,
         partition,
-        _ordered(frame, topology.internal_topics),
+        _ordered(frame, topology.internal_topics, topology.global_topics()),
         state,
         stage.config,
         changelog_stores=stage.changelog_topics.keys(),
@@ -258,14 +260,14 @@ def _codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     return codes, uniques
 
 
-def _ordered(frame: Columns | pd.DataFrame, repartition_topics: Collection[str] = ()
-             ) -> SourceBatch:
+def _ordered(frame: Columns | pd.DataFrame, repartition_topics: Collection[str] = (),
+             global_topics: Collection[str] = ()) -> SourceBatch:
     """The task's records in processing order (:mod:`kspark.runtime.partition_group`), as
     columns, without a Python object per record."""
     topics = np.asarray(frame["topic"], dtype=object)
     order, names = processing_order(
         topics, np.asarray(frame["offset"], dtype=np.int64),
-        np.asarray(frame["timestamp"], dtype=np.int64), repartition_topics)
+        np.asarray(frame["timestamp"], dtype=np.int64), repartition_topics, global_topics)
     if len(names) <= 1:
         return _batch(frame, order, names[0] if names else "", None)
     ordered = topics if order is None else topics[order]

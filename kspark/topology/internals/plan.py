@@ -16,8 +16,9 @@ class ExecutionPlan:
     largest partition count of the source topics. ``partitions``: every topic with a location,
     and every internal topic, with its partition count (a sink without one of its own takes
     ``upstream``, as Kafka Streams creates output and repartition topics). ``tasks``: tasks per
-    stage, the largest partition count of all, so every topic's partition has its task; a
-    store's changelog has one partition per task."""
+    stage, the largest partition count of all but the global stores' topics (each task reads
+    those whole), so every topic's partition has its task; a store's changelog has one
+    partition per task."""
 
     stages: tuple[SubTopology, ...]
     upstream: int
@@ -28,14 +29,16 @@ class ExecutionPlan:
     def of(cls, topology: Topology, located: Mapping[str, int | None]) -> ExecutionPlan:
         """The plan of ``topology`` whose topics have the partition counts ``located`` (topic
         -> partitions, ``None`` where not known yet)."""
+        global_topics = set(topology.global_topics())
         sources = topology.external_source_topics()
-        upstream = max([located.get(t) or 1 for t in sources] or [1])
+        upstream = max([located.get(t) or 1 for t in sources if t not in global_topics] or [1])
         partitions = {t: n or (1 if t in sources else upstream) for t, n in located.items()}
         fixed = copartitioned_counts(topology, located)
         for topic, n in topology.internal_topics.items():
             partitions[topic] = n or fixed.get(topic) or upstream
-        return cls(ordered_stages(topology), upstream, partitions,
-                   max(partitions.values(), default=1))
+        # a global store's topic makes no tasks: every task reads all of its partitions
+        tasks = max([n for t, n in partitions.items() if t not in global_topics], default=1)
+        return cls(ordered_stages(topology), upstream, partitions, tasks)
 
     def partitions_of(self, topic: str) -> int:
         """The partition count of ``topic`` (``upstream`` for a topic with no location)."""

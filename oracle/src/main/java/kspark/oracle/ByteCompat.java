@@ -35,6 +35,7 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
+import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -57,7 +58,9 @@ import java.util.TreeSet;
  * requests of the oracle's batch protocol that are not topologies ({@code "request"}):
  * {@code "serde"} runs keys through {@link WindowedSerdes}, {@code "restore"} restores a Kafka
  * Streams store from changelog records and prints its contents, {@code "window_puts"} prints the
- * changelog of a Processor API window store. Bytes travel as hex strings.
+ * changelog of a Processor API window store, {@code "restore_and_run"} restores every named store
+ * of a case's topology from changelog records and then runs the case
+ * (tests/oracle/test_join_byte_compat.py). Bytes travel as hex strings.
  */
 final class ByteCompat {
 
@@ -99,13 +102,16 @@ final class ByteCompat {
 
     // -- requests ----------------------------------------------------------------------------------
 
-    static ArrayNode handle(final JsonNode doc, final Path stateDir) {
+    static ArrayNode handle(final JsonNode doc, final Path stateDir) throws IOException {
         final String request = doc.get("request").asText();
         return switch (request) {
             case "serde" -> serde(doc);
             case "restore" -> restore(doc, stateDir);
             case "window_puts" -> windowPuts(doc, stateDir);
-            default -> throw new Oracle.CaseError("unknown request '" + request + "' (known: restore, serde, window_puts)");
+            case "restore_and_run" -> restoreAndRun(doc, stateDir);
+            // the requests on stores, then the one on a whole application
+            default -> throw new Oracle.CaseError("unknown request '" + request
+                + "' (known: restore, serde, window_puts) (to restart a case from changelogs: restore_and_run)");
         };
     }
 
@@ -273,6 +279,68 @@ final class ByteCompat {
         public void process(final Record<String, Long> record) {
             store.put(record.key(), record.value(), record.timestamp() - Math.floorMod(record.timestamp(), size));
         }
+    }
+
+    /**
+     * {@code {"request": "restore_and_run", "case": {shape case}, "changelogs": {store:
+     * [{"key": hex, "value": hex | null, "ts": t}, ...]}}}: a Kafka Streams application restarted
+     * from changelogs. The case's topology is built and its driver created as for any case
+     * ({@link Oracle#runCase}); then each named store is restored from its records by the driver
+     * task's own state manager ({@link #restoreInDriver}, the store's changelog partition
+     * {@code <application.id>-<store>-changelog}-0, offsets from 0), as at the start of a Kafka
+     * Streams application whose changelog topics hold those records; then the case's inputs are
+     * piped. The lines are the case's usual lines (output records, with {@code "changelogs":
+     * true} the changelog records written after the restore, the stores). The operators' own
+     * memory (observed stream times, a stream-stream join's shared time tracker) starts afresh,
+     * as in a restarted application.
+     */
+    static ArrayNode restoreAndRun(final JsonNode doc, final Path stateDir) throws IOException {
+        final JsonNode theCase = need(doc, "case");
+        if (!theCase.isObject() || theCase.has("request")) {
+            throw new Oracle.CaseError("request 'restore_and_run' needs a \"case\" with a shape, got " + theCase);
+        }
+        final JsonNode changelogs = doc.path("changelogs");
+        if (!changelogs.isMissingNode() && !changelogs.isNull() && !changelogs.isObject()) {
+            throw new Oracle.CaseError("request 'restore_and_run': \"changelogs\" must map store names to records, got " + changelogs);
+        }
+        return Oracle.runCase(theCase, stateDir, (driver, built) -> {
+            final TreeSet<String> stores = Joins.storeNames(built.topology);
+            final var names = changelogs.fieldNames();
+            while (names.hasNext()) {
+                final String store = names.next();
+                if (!stores.contains(store)) {
+                    throw new Oracle.CaseError("request 'restore_and_run': the case's topology has no store '" + store
+                        + "' (its stores: " + stores + ")");
+                }
+                if (!changelogs.get(store).isArray()) {
+                    throw new Oracle.CaseError("request 'restore_and_run': the changelog of store '" + store
+                        + "' must be a list of records, got " + changelogs.get(store));
+                }
+                final String topic = APPLICATION_ID + "-" + store + "-changelog";
+                final List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
+                long offset = 0;
+                for (final JsonNode r : changelogs.get(store)) {
+                    final byte[] key = unhex(r.get("key"));
+                    final byte[] value = unhex(r.get("value"));
+                    final JsonNode ts = r.get("ts");
+                    if (key == null || ts == null || !ts.isIntegralNumber()) {
+                        throw new Oracle.CaseError("request 'restore_and_run': a changelog record needs a hex \"key\" and an integer \"ts\", got " + r);
+                    }
+                    records.add(new ConsumerRecord<>(topic, 0, offset++, ts.asLong(),
+                        TimestampType.CREATE_TIME, key.length, value == null ? -1 : value.length, key, value,
+                        new RecordHeaders(), Optional.empty()));
+                }
+                try {
+                    restoreInDriver(driver, new TopicPartition(topic, 0), records);
+                } catch (final IllegalStateException e) {
+                    if (e.getMessage() != null && e.getMessage().startsWith("no store restores from")) {
+                        throw new Oracle.CaseError("request 'restore_and_run': store '" + store
+                            + "' keeps no changelog in this case (logging disabled, or a global store)");
+                    }
+                    throw e;
+                }
+            }
+        });
     }
 
     /** {@code ProcessorStateManager#restore} of the driver's task (package-private there). */

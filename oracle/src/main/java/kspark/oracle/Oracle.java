@@ -311,12 +311,30 @@ public final class Oracle {
         }
     }
 
+    /** What runs in a case's driver before its inputs are piped (e.g. restoring its stores). */
+    @FunctionalInterface
+    interface BeforeInputs {
+        void accept(TopologyTestDriver driver, Built built);
+    }
+
     static ArrayNode runCase(final JsonNode doc, final Path stateDir) throws IOException {
         if (doc == null || !doc.isObject()) {
             throw new CaseError("a case must be a JSON object, got " + doc);
         }
         if (doc.has("request")) {
             return ByteCompat.handle(doc, stateDir);
+        }
+        return runCase(doc, stateDir, (driver, built) -> { });
+    }
+
+    /**
+     * Runs the case {@code doc} (not a request): builds its shape, creates the driver, calls
+     * {@code beforeInputs}, pipes the inputs and prints the output records, the changelogs
+     * (with {@code "changelogs": true}) and the stores.
+     */
+    static ArrayNode runCase(final JsonNode doc, final Path stateDir, final BeforeInputs beforeInputs) throws IOException {
+        if (doc == null || !doc.isObject()) {
+            throw new CaseError("a case must be a JSON object, got " + doc);
         }
         final Iterator<String> fields = doc.fieldNames();
         while (fields.hasNext()) {
@@ -355,6 +373,7 @@ public final class Oracle {
         final ArrayNode lines = NODES.arrayNode();
         final TreeSet<String> keys = new TreeSet<>();
         try (TopologyTestDriver driver = new TopologyTestDriver(built.topology, props, Instant.ofEpochMilli(0))) {
+            beforeInputs.accept(driver, built);
             final Map<String, TestInputTopic<String, Object>> in = new LinkedHashMap<>();
             for (final String topic : built.inputTopics) {
                 in.put(topic, driver.createInputTopic(topic, Serdes.String().serializer(), built.inputValueSerde.serializer()));
