@@ -157,7 +157,17 @@ class StreamsBuilder(DslGraph):
                          foreign_key_extractor: Callable[[Any], Any],
                          joiner: Callable[[Any, Any], Any], kind: str,
                          materialized: Materialized | None) -> KTable:
-        raise NotImplementedError("foreign-key joins")
+        assert isinstance(table, KTableImpl) and isinstance(other, KTableImpl)
+        tables = joins.ForeignKeyTables(
+            joins.TableSide(table.node_name, table.view),
+            joins.TableSide(other.node_name, other.view),
+            table.key_serde, table.value_serde, other.key_serde, other.value_serde)
+        node, view = joins.foreign_key_join(self, tables, foreign_key_extractor, joiner, kind,
+                                            materialized)
+        value_serde = None if materialized is None else optional_serde(materialized.value_serde)
+        return KTableImpl(self, node, view,
+                          queryable_store=materialized.name if materialized else None,
+                          key_serde=table.key_serde, value_serde=value_serde)
 
     def new_session_windowed(self, grouping: Grouping,
                              windows: SessionWindows) -> SessionWindowedKStream:

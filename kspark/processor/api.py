@@ -51,6 +51,11 @@ class ProcessorContext:
         return self._task.task_id
 
     @property
+    def partition(self) -> int:
+        """The partition this task processes (of each topic it reads)."""
+        return int(self._task.partition)
+
+    @property
     def application_id(self) -> str:
         return self._task.application_id
 
@@ -79,6 +84,14 @@ class ProcessorContext:
         slot = self._slots
         self._slots += 1
         return self._task.schedule(self._node, slot, interval_ms, type, callback)
+
+    def key_serde(self) -> Any:
+        """The application's default key serde (``default.key.serde``)."""
+        return self._task.config.default_key_serde
+
+    def value_serde(self) -> Any:
+        """The application's default value serde (``default.value.serde``)."""
+        return self._task.config.default_value_serde
 
     def get_state_store(self, name: str) -> Any:
         return self._task.get_state_store(self._node, name)

@@ -126,7 +126,9 @@ class Forwarding:
             name = self.children[name][0]
             processor = self.processors.get(name)
             if processor is None:
-                if isinstance(self.topology.nodes.get(name), SinkNode):
+                sink = self.topology.nodes.get(name)
+                # a sink with a partitioner writes record by record, each to its partition
+                if isinstance(sink, SinkNode) and sink.partitioner is None:
                     chain = (mappers, name)
                 break
             if not isinstance(processor, RecordMapper):
@@ -208,4 +210,6 @@ class Forwarding:
             value = value_of(record.value)
         except SerializationError as exc:
             raise SerializationError(f"sink {node.name!r} (topic {node.topic!r}): {exc}") from exc
-        self.output.append(OutputRecord(node.topic, key, value, ts, record.headers))
+        partitioner = node.partitioner
+        partition = None if partitioner is None else partitioner(record.key, record.value)
+        self.output.append(OutputRecord(node.topic, key, value, ts, record.headers, partition))

@@ -38,8 +38,8 @@ def processing_order(
         head = [np.flatnonzero(topics == n) for n in ahead]
         head = [idx[np.argsort(offsets[idx], kind="stable")] for idx in head]
         rest = np.flatnonzero(~np.isin(topics, ahead))
-        order, rest_names = processing_order(topics[rest], offsets[rest], stamps[rest],
-                                             repartition_topics)
+        order, _ = processing_order(topics[rest], offsets[rest], stamps[rest],
+                                    repartition_topics)
         tail = rest if order is None else rest[order]
         return np.concatenate([*head, tail]).astype(np.int64), names
     runs = []

@@ -30,13 +30,15 @@ class SourceRecord:
 
 @dataclass(slots=True)
 class OutputRecord:
-    """A serialized record written by a sink (or a changelog / dead-letter record)."""
+    """A serialized record written by a sink (or a changelog / dead-letter record);
+    ``partition``: the partition its sink's partitioner chose (``None``: by key)."""
 
     topic: str
     key: bytes | None
     value: bytes | None
     timestamp: int
     headers: Headers = ()
+    partition: int | None = None
 
 
 @dataclass(slots=True)
@@ -97,6 +99,20 @@ def output_columns(output: Output
             values.append(part.value)
             stamps.append(part.timestamp)
     return topics, keys, values, stamps
+
+
+def output_partitions(output: Output) -> list[int | None] | None:
+    """The partition each record of ``output`` was given by its sink's partitioner (``None``:
+    by key), in :func:`output_columns`' order; ``None`` when no record was given one."""
+    if not any(isinstance(p, OutputRecord) and p.partition is not None for p in output):
+        return None
+    out: list[int | None] = []
+    for part in output:
+        if isinstance(part, OutputBlock):
+            out.extend([None] * len(part))
+        else:
+            out.append(part.partition)
+    return out
 
 
 #: a column of byte strings as ``(codes, distinct byte strings)``: ``uniques[codes[i]]``, or

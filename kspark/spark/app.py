@@ -67,6 +67,7 @@ class StreamsApp:
         self._spark_partitions: int | None = None
         self._plan: ExecutionPlan | None = None
         self._add_changelog_locations()
+        self._add_feedback_locations()
         self._check_topics()
 
     # -- planning ------------------------------------------------------------------------------
@@ -115,6 +116,22 @@ class StreamsApp:
                     os.makedirs(path, exist_ok=True)  # readers may start before the first write
                     self.topics[topic] = FileTopic(path, format="kspark", partitions=tasks)
         self._plan = None  # planned again with the changelogs' locations
+
+    def _add_feedback_locations(self) -> None:
+        """A file topic under the checkpoint directory for each feedback topic (a foreign-key
+        join's registrations): written by the stage of one micro-batch, read by an earlier
+        stage in the next, exactly once as every file topic."""
+        for topic in sorted(self.topology.feedback_topics):
+            if topic not in self.topics:
+                path = os.path.join(self.checkpoint_dir, "internal", topic)
+                os.makedirs(path, exist_ok=True)
+                self.topics[topic] = FileTopic(path, format="kspark",
+                                               partitions=self.plan.partitions_of(topic))
+        self._plan = None
+
+    def _source_topics(self) -> list[str]:
+        """The topics the query reads: the external sources and the feedback topics."""
+        return [*self.topology.external_source_topics(), *sorted(self.topology.feedback_topics)]
 
     def _needs_ticks(self) -> bool:
         """Whether any processor schedules wall-clock punctuation (found by initialising the
@@ -208,7 +225,7 @@ class StreamsApp:
             source_frame(self.spark, topic, self.topics[topic],
                          read_in_stage and topic not in global_topics, self._parallelism,
                          self.config, kafka_reads)
-            for topic in self.topology.external_source_topics()
+            for topic in self._source_topics()
         ]
         self._ticks = self._needs_ticks()
         return query_frame(self.spark, self.topology, self.plan, self.config, sources,
@@ -282,7 +299,8 @@ class StreamsApp:
 
     def _sink_locations(self) -> dict[str, TopicLocation]:
         """The locations the app writes: output topics, changelogs and the dead-letter topic."""
-        names = [*self.topology.external_sink_topics(), *self._changelog_topics().values()]
+        names = [*self.topology.external_sink_topics(), *self._changelog_topics().values(),
+                 *sorted(self.topology.feedback_topics)]
         if self.config.dead_letter_topic:
             names.append(self.config.dead_letter_topic)
         out = {}

@@ -39,6 +39,9 @@ class SinkNode:
     parents: list[str]
     key_serde: Serde | None
     value_serde: Serde | None
+    #: ``partitioner(key, value)``: the record's partition (taken modulo the topic's count),
+    #: ``None`` for the default (by key)
+    partitioner: Callable[[Any, Any], int | None] | None = None
 
 
 Node = SourceNode | ProcessorNode | SinkNode
@@ -83,6 +86,9 @@ class Topology:
         #: groups of nodes whose source topics must have the same partition count (the two
         #: sides of a join), checked when the application plans its tasks
         self.copartition_groups: list[tuple[str, ...]] = []
+        #: internal topics whose records a later stage sends back to an earlier one (a
+        #: foreign-key join's registrations): on Spark they reach it in the next micro-batch
+        self.feedback_topics: set[str] = set()
         #: global stores (every task that uses one holds all of it): store -> its source topic
         self.global_stores: dict[str, str] = {}
         #: the source and processor node of each global store: store -> (source, processor)
@@ -140,10 +146,14 @@ class Topology:
         *parent_names: str,
         key_serde: Any = None,
         value_serde: Any = None,
+        partitioner: Callable[[Any, Any], int | None] | None = None,
     ) -> Topology:
+        """Write the records of ``parent_names`` to ``topic``; ``partitioner(key, value)``
+        chooses a record's partition (``None``: Kafka's default partitioner on the key)."""
         self._check_new(name)
         parents = self._check_parents(name, parent_names)
-        self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde), _serde(value_serde))
+        self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde), _serde(value_serde),
+                                    partitioner)
         return self
 
     def partition_suffixes(self) -> dict[str, int]:

@@ -364,3 +364,4 @@ def table_join_case(draw: st.DrawFn, foreign_key: bool) -> dict:
 STRATEGIES["stream_table_join"] = stream_table_join_case()
 STRATEGIES["global_join"] = global_join_case()
 STRATEGIES["table_join"] = table_join_case(False)
+STRATEGIES["fk_join"] = table_join_case(True)

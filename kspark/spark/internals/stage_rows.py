@@ -15,7 +15,7 @@ from kspark.hashing import kafka_partitions
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
-from kspark.runtime.serialized import Encoded, SourceBatch
+from kspark.runtime.serialized import Encoded, SourceBatch, output_partitions
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
@@ -87,14 +87,20 @@ def _run_task(
     base = partition * UPSTREAM_STRIDE + result.first_output_seq
     topics, keys, values, stamps = result.output_columns()
     count = len(topics)
+    partitions = _partitions_of(stage.topic_partitions, topics, keys,
+                                topology.partition_suffixes())
+    chosen = output_partitions(result.parts)
+    if chosen is not None:  # a sink's partitioner chose these
+        for i, p in enumerate(chosen):
+            if p is not None:
+                partitions[i] = p % stage.topic_partitions.get(topics[i], 1)
     rows: dict[str, list[Any]] = {
         "kind": [KIND_RECORD] * count,
         "topic": topics,
         "key": keys,
         "value": values,
         "timestamp": stamps,
-        "partition": _partitions_of(stage.topic_partitions, topics, keys,
-                                    topology.partition_suffixes()).tolist(),
+        "partition": partitions.tolist(),
         "offset": list(range(base, base + count)),
         "task": [task_id] * count,
     }

@@ -75,7 +75,9 @@ def copartitioned_counts(topology: Topology, located: Mapping[str, int | None]
 def ordered_stages(topology: Topology) -> tuple[SubTopology, ...]:
     """The sub-topologies in an order where each comes after every one whose output it reads."""
     subs = topology.sub_topologies()
-    writers = {t: s.id for s in subs for t in s.sink_topics}
+    # a feedback topic is read in the micro-batch after the one that writes it
+    writers = {t: s.id for s in subs for t in s.sink_topics
+               if t not in topology.feedback_topics}
     done: list[SubTopology] = []
     pending = list(subs)
     while pending:

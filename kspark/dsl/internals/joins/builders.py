@@ -15,6 +15,15 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
+from kspark.dsl.internals.joins.fk_wire import ResponseSerde, SubscriptionSerde
+from kspark.dsl.internals.joins.foreign_key import (
+    ForeignTableJoinProcessor,
+    ResponseJoinProcessor,
+    SubscriptionJoinProcessor,
+    SubscriptionReceiveProcessor,
+    SubscriptionSendProcessor,
+    response_partition,
+)
 from kspark.dsl.internals.joins.stream_stream import JoinWindowProcessor, StreamJoinProcessor
 from kspark.dsl.internals.joins.stream_table import StreamTableJoinProcessor
 from kspark.dsl.internals.joins.table_table import (
@@ -35,7 +44,7 @@ from kspark.dsl.internals.table_views import (
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
-from kspark.serdes import Serde, as_serde
+from kspark.serdes import Bytes, Serde, as_serde
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.state.join_stores import LeftOrRightValuesSerde, TimestampedKeyAndJoinSideSerde
 from kspark.windows import JoinWindows
@@ -250,3 +259,81 @@ def table_table_join(
         def getter() -> ValueGetterSupplier:
             return JoinedGetterSupplier(kind, this.view.getter(), other.view.getter(), joiner)
     return merge, JoinedView(merge_old, olds, enable_upstream, getter), store
+
+
+class ForeignKeyTables(NamedTuple):
+    """What a foreign-key join needs of its two tables."""
+
+    left: TableSide
+    right: TableSide
+    left_key_serde: Serde | None
+    left_value_serde: Serde | None
+    right_key_serde: Serde | None
+    right_value_serde: Serde | None
+
+
+def foreign_key_join(
+    graph: DslGraph,
+    tables: ForeignKeyTables,
+    extractor: Callable[[Any], Any],
+    joiner: Callable[[Any, Any], Any],
+    kind: str,
+    materialized: Materialized | None,
+) -> tuple[str, TableView]:
+    """Add a foreign-key join (inner or left) with Kafka Streams' nodes, topics and stores
+    (:mod:`.foreign_key`); return its result node and view."""
+    if kind not in ("inner", "left"):
+        raise TopologyError("a foreign-key join is an inner or a left join")
+    for what, fn in (("foreign_key_extractor", extractor), ("joiner", joiner)):
+        if not callable(fn):
+            raise TypeError(f"{what} must be callable, got {fn!r}")
+    left, right = tables.left, tables.right
+    # a row that changes its foreign key unsubscribes from the old one: it needs old values
+    right.view.enable_sending_old_values(True)
+    left.view.enable_sending_old_values(True)
+    left_getter, right_getter = left.view.getter(), right.view.getter()
+    pk, fk = tables.left_key_serde, tables.right_key_serde
+    registration = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
+    send = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-")
+    registration_sink = graph.new_name("KTABLE-SINK-")
+    registration_source = graph.new_name("KTABLE-SOURCE-")
+    store = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-")
+    receive = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
+    answer = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
+    foreign = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
+    response = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-") + "-topic"
+    response_sink = graph.new_name("KTABLE-SINK-")
+    response_source = graph.new_name("KTABLE-SOURCE-")
+    resolve = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-")
+    output = graph.new_name("KTABLE-FK-JOIN-OUTPUT-")
+    result_store = store_name_for(graph, materialized, "KTABLE-FK-JOIN-OUTPUT-")
+    subscriptions = SubscriptionSerde(pk)
+    responses = ResponseSerde(tables.right_value_serde)
+    topo = graph.topology
+    topo.add_processor(send, partial(SubscriptionSendProcessor, extractor, kind == "left", fk,
+                                     tables.left_value_serde), left.node)
+    topo.add_sink(registration_sink, registration, send, key_serde=fk, value_serde=subscriptions)
+    topo.add_source(registration_source, registration, fk, subscriptions)
+    topo.add_processor(receive, partial(SubscriptionReceiveProcessor, store, fk, pk),
+                       registration_source)
+    topo.add_state_store(Stores.key_value_store(store, key_serde=Bytes(),
+                                                value_serde=subscriptions), receive)
+    topo.add_processor(answer, partial(SubscriptionJoinProcessor, right_getter), receive)
+    topo.connect_processor_and_state_stores(answer, *right_getter.store_names)
+    topo.add_processor(foreign, partial(ForeignTableJoinProcessor, store, fk, pk), right.node)
+    topo.connect_processor_and_state_stores(foreign, store)
+    topo.add_sink(response_sink, response, answer, foreign, key_serde=pk, value_serde=responses,
+                  partitioner=response_partition)
+    topo.add_source(response_source, response, pk, responses)
+    topo.add_processor(resolve, partial(ResponseJoinProcessor, left_getter, joiner,
+                                        kind == "left", tables.left_value_serde),
+                       response_source)
+    topo.connect_processor_and_state_stores(resolve, *left_getter.store_names)
+    for topic in (registration, response):
+        topo.internal_topics[topic] = None
+    # on Spark the registrations reach the right side's stage in the next micro-batch (the
+    # right side's answers go back to the left side's stage within one)
+    topo.feedback_topics.add(registration)
+    topo.copartition(registration_source, right.node)
+    topo.copartition(response_source, left.node)
+    return output, graph.table_source(output, resolve, result_store, materialized)
