@@ -44,16 +44,17 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import spark_engines
 from machine import Steal, WorkerMemory
 from pure_python import core_mode
 from session_workload import load_gen, session_count_topology
+from spark_engines import RESULT, engine_spark_conf
 from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
@@ -216,19 +217,6 @@ def grace_of(args: argparse.Namespace, gen: Any) -> int:
     return gen.GRACE_MS if args.grace_ms is None else args.grace_ms
 
 
-#: how an engine's process hands its figures to the benchmark's
-RESULT = "spark_vs_native result: "
-
-
-def engine_spark_conf(engine: str, extra: list[str]) -> dict[str, str]:
-    """The Spark session of one engine: kspark's local session as ``spark=None`` starts it;
-    native on the same settings but the JVM's default JIT (kspark's local session keeps to the
-    client compiler, which slows Spark's own operators, see ``kspark.spark.session``)."""
-    conf = {"spark.driver.defaultJavaOptions": ""} if engine == "native" else {}
-    conf.update(kv.split("=", 1) for kv in extra)
-    return conf
-
-
 def measure_engine(args: argparse.Namespace) -> None:
     """One engine's runs, in this process's own Spark driver (JVM): a warm-up, then every
     batch count; prints one result line per run for :func:`main`."""
@@ -297,16 +285,7 @@ def measure_engine(args: argparse.Namespace) -> None:
 def run_engine(engine: str, argv: list[str]) -> list[dict[str, Any]]:
     """Runs one engine's measurements in a process of its own (its own JVM, JIT and Python
     workers, with its own warm-up) and returns its result lines."""
-    proc = subprocess.run([sys.executable, __file__, *argv, "--engine", engine],
-                          capture_output=True, text=True, check=False)
-    results = [json.loads(line[len(RESULT):]) for line in proc.stdout.splitlines()
-               if line.startswith(RESULT)]
-    if VERBOSE or proc.returncode != 0:
-        print("\n".join(line for line in proc.stdout.splitlines()
-                        if line.startswith("  ")))
-    if proc.returncode != 0:
-        sys.exit(f"the {engine} run failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return results
+    return spark_engines.run_engine(__file__, engine, argv, VERBOSE)
 
 
 def main() -> None:

@@ -18,19 +18,22 @@ class KeyValue(NamedTuple):
 
 
 class Change(NamedTuple):
-    """A table update: the new value and the value it replaces (``None`` if absent)."""
+    """A table update: the new value and the value it replaces (``None`` if absent).
+    ``is_latest`` is false for an update of a versioned table older than its latest value
+    (operators that follow the latest values skip it)."""
 
     new_value: Any
     old_value: Any
+    is_latest: bool = True
 
 
 _tuple_new = tuple.__new__
 
 
-def change(new_value: Any, old_value: Any) -> Change:
-    """``Change(new_value, old_value)``, made without the named tuple's Python ``__new__``
-    (per-record paths)."""
-    return _tuple_new(Change, (new_value, old_value))
+def change(new_value: Any, old_value: Any, is_latest: bool = True) -> Change:
+    """``Change(new_value, old_value, is_latest)``, made without the named tuple's Python
+    ``__new__`` (per-record paths)."""
+    return _tuple_new(Change, (new_value, old_value, is_latest))
 
 
 class ValueAndTimestamp(NamedTuple):

@@ -148,7 +148,7 @@ class StreamsBuilder(DslGraph):
         joiner, joined = arguments(f"{kind} join with a table", args, kwargs,
                                    ("joiner", "joined"), required=1)
         node = joins.stream_table_join(self, side, table.view.getter(), table.node_name, joiner,
-                                       kind, joined)
+                                       kind, joined, versioned=table.view.versioned)
         key_serde = (joined.key_serde if isinstance(joined, Joined) and joined.key_serde
                      else side.key_serde)
         return KStreamImpl(self, node, optional_serde(key_serde), None, False)

@@ -14,6 +14,8 @@ class Materialized:
 
     ``name`` is the store name (``None``: a generated name); ``retention`` applies to window and
     session stores only (default: the windows' size/gap + grace; smaller is an error).
+    ``versioned_history`` makes a table's store a versioned one keeping that much history
+    (docs/semantics.md §9.2; no cache).
     ``caching`` (default on) combines updates of a key until the next commit; ``logging``
     (default on) keeps a changelog. ``key_serde`` / ``value_serde`` are handed to the store
     builder. Anywhere ``materialized=`` is accepted, a plain store name (``str``) works too.
@@ -25,14 +27,15 @@ class Materialized:
     logging: bool = True
     key_serde: Any = None
     value_serde: Any = None
+    versioned_history: Duration | None = None
 
     def __post_init__(self) -> None:
         if self.name is not None and (not isinstance(self.name, str) or not self.name):
             raise ValueError(f"store name must be a non-empty string, got {self.name!r}")
-        if self.retention is not None:
-            ms = to_ms(self.retention, "retention")
-            if ms < 0:
-                raise ValueError(f"retention must be >= 0 ms, got {ms}")
+        for what in ("retention", "versioned_history"):
+            value = getattr(self, what)
+            if value is not None and to_ms(value, what) < 0:
+                raise ValueError(f"{what} must be >= 0 ms, got {value!r}")
 
     @classmethod
     def as_(cls, name: str) -> Materialized:
@@ -58,6 +61,11 @@ class Materialized:
 
     def with_retention(self, retention: Duration) -> Materialized:
         return _replace(self, retention=retention)
+
+    def with_versioned_history(self, history: Duration) -> Materialized:
+        """A versioned store keeping ``history`` (Kafka Streams'
+        ``Materialized.as(Stores.persistentVersionedKeyValueStore(name, history))``)."""
+        return _replace(self, versioned_history=history)
 
 
 def with_default_serdes(m: Materialized | None, key_serde: Any, value_serde: Any

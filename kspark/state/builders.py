@@ -7,9 +7,10 @@ from typing import Any
 from kspark._duration import Duration, to_ms
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name
-from kspark.state.join_stores import ListValueStore
+from kspark.state.join_stores import ListValueStore, TimeOrderedBuffer
 from kspark.state.key_value import InMemoryKeyValueStore
 from kspark.state.session import InMemorySessionStore
+from kspark.state.versioned import InMemoryVersionedKeyValueStore
 from kspark.state.window import InMemoryWindowStore
 
 _FACTORIES: dict[str, type[StoreBase]] = {
@@ -17,6 +18,8 @@ _FACTORIES: dict[str, type[StoreBase]] = {
     "window": InMemoryWindowStore,
     "session": InMemorySessionStore,
     "list_value": ListValueStore,
+    "time_ordered_buffer": TimeOrderedBuffer,
+    "versioned": InMemoryVersionedKeyValueStore,
 }
 
 
@@ -142,6 +145,27 @@ class Stores:
             "window",
             params,
             caching=caching,
+            logging=logging,
+            key_serde=key_serde,
+            value_serde=value_serde,
+        )
+
+    @staticmethod
+    def versioned_key_value_store(
+        name: str,
+        history_retention: Duration,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        logging: bool = True,
+    ) -> StoreBuilder:
+        """A builder of versioned key-value stores that answer ``get(key, as_of_timestamp)``
+        for ``history_retention`` back from the latest time they have seen (no cache)."""
+        check_name(name)
+        history = _non_negative(history_retention, f"store {name!r}: history retention")
+        return StoreBuilder(
+            name,
+            "versioned",
+            {"history_retention_ms": history},
             logging=logging,
             key_serde=key_serde,
             value_serde=value_serde,

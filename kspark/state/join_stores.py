@@ -1,12 +1,13 @@
 """The store a left or outer stream-stream join keeps its not-yet-joined records in, with Kafka
 Streams' byte layouts (``OuterStreamJoinStoreFactory``: a list-value key-value store).
 
-Its key is a :class:`TimestampedKeyAndJoinSide`: the record's timestamp, its side and its key;
-on a changelog ``timestamp (int64) ‖ side (1 byte: 1 left, 0 right) ‖ key bytes``, which is
-also the order the store keeps and iterates its keys in. Its value is the list of the records'
+Its key (:data:`JoinSideKey`) is the record's timestamp, its side and its key's bytes; on a
+changelog ``timestamp (int64) ‖ side (1 byte: 1 left, 0 right) ‖ key bytes``, which is also
+the order the store keeps and iterates its keys in. Its value is the list of the records'
 values of that key, side and timestamp (a ``put`` appends, a ``put`` of ``None`` removes the
-key); on a changelog Kafka's list serde of byte arrays (a strategy byte, the count, and each
-item's length and bytes), each item a side byte and the value's bytes.
+key), each item a side byte and the value's bytes (:func:`side_item`); on a changelog Kafka's
+list serde of byte arrays (a strategy byte, the count, and each item's length and bytes). The
+store holds these bytes, as Kafka Streams' does, and logs them as they are.
 """
 
 from __future__ import annotations
@@ -24,69 +25,59 @@ from kspark.state.internals.common import check_name
 
 _LONG_SIDE = struct.Struct(">qB")
 _INT = struct.Struct(">i")
+_LONG2 = struct.Struct(">qq")
 #: Kafka's ``ListSerde`` strategy flag for items of variable size
 _VARIABLE_SIZE = 1
 
 
-class TimestampedKeyAndJoinSide(NamedTuple):
-    """A not-yet-joined record's timestamp, side and key. ``key_bytes`` (the key serialized)
-    orders keys as Kafka Streams' store orders them; ``key`` is the key itself."""
-
-    timestamp: int
-    is_left: bool
-    key_bytes: bytes
-    key: Any
-
-
-class LeftOrRightValue(NamedTuple):
-    """A not-yet-joined record's value and side."""
-
-    is_left: bool
-    value: Any
+#: an outer-join store key: ``(timestamp, is_left, key bytes)``, a plain tuple (it orders as
+#: Kafka Streams' store orders its keys, and the garbage collector stops tracking it)
+JoinSideKey = tuple[int, bool, bytes]
 
 
 class TimestampedKeyAndJoinSideSerde(Serde):
-    """The outer-join store's keys as Kafka Streams lays them out (see the module)."""
+    """The outer-join store's keys (:data:`JoinSideKey`) as Kafka Streams lays them out (see the
+    module); ``key_serde`` serializes the record keys in them."""
 
     name = "TimestampedKeyAndJoinSide"
 
     def __init__(self, key_serde: Any = None) -> None:
         self.key_serde: Serde = Pickle() if key_serde is None else as_serde(key_serde)
 
-    def key_of(self, timestamp: int, is_left: bool, key: Any) -> TimestampedKeyAndJoinSide:
+    def key_of(self, timestamp: int, is_left: bool, key: Any) -> JoinSideKey:
         """The store key of ``key``'s record at ``timestamp`` on one side."""
-        return TimestampedKeyAndJoinSide(timestamp, is_left,
-                                         self.key_serde.serialize(key) or b"", key)
+        return (timestamp, is_left, self.key_serde.serialize(key) or b"")
+
+    def record_key(self, store_key: JoinSideKey) -> Any:
+        """The record key in ``store_key``."""
+        return self.key_serde.deserialize(store_key[2])
 
     def _serialize(self, value: Any) -> bytes:
-        return _LONG_SIDE.pack(value.timestamp, 1 if value.is_left else 0) + value.key_bytes
+        return _LONG_SIDE.pack(value[0], 1 if value[1] else 0) + value[2]
 
     def _deserialize(self, data: bytes) -> Any:
         if len(data) < _LONG_SIDE.size:
             raise ValueError(f"{len(data)} bytes are too few for a timestamp and a join side")
         timestamp, side = _LONG_SIDE.unpack_from(data)
-        key_bytes = bytes(data[_LONG_SIDE.size:])
-        return TimestampedKeyAndJoinSide(timestamp, side == 1, key_bytes,
-                                         self.key_serde.deserialize(key_bytes))
+        return (timestamp, side == 1, bytes(data[_LONG_SIDE.size:]))
+
+
+def side_item(is_left: bool, data: bytes | None) -> bytes:
+    """An outer-join store item: the side byte (1 left, 0 right), then the value's bytes."""
+    return (b"\x01" if is_left else b"\x00") + (data or b"")
 
 
 class LeftOrRightValuesSerde(Serde):
-    """The outer-join store's values (lists of :class:`LeftOrRightValue`) as Kafka Streams lays
-    them out (see the module)."""
+    """The outer-join store's values, tuples of :func:`side_item` bytes, as Kafka Streams lays
+    them out (Kafka's list serde of byte arrays, see the module)."""
 
     name = "LeftOrRightValues"
-
-    def __init__(self, left_serde: Any = None, right_serde: Any = None) -> None:
-        self.left_serde: Serde = Pickle() if left_serde is None else as_serde(left_serde)
-        self.right_serde: Serde = Pickle() if right_serde is None else as_serde(right_serde)
 
     def _serialize(self, value: Any) -> bytes:
         parts = [bytes((_VARIABLE_SIZE,)), _INT.pack(len(value))]
         for item in value:
-            serde = self.left_serde if item.is_left else self.right_serde
-            raw = bytes((1 if item.is_left else 0,)) + (serde.serialize(item.value) or b"")
-            parts.append(_INT.pack(len(raw)))
-            parts.append(raw)
+            parts.append(_INT.pack(len(item)))
+            parts.append(item)
         return b"".join(parts)
 
     def _deserialize(self, data: bytes) -> Any:
@@ -97,35 +88,25 @@ class LeftOrRightValuesSerde(Serde):
         for _ in range(count):
             (size,) = _INT.unpack_from(data, pos)
             pos += 4
-            raw = data[pos:pos + size]
+            item = data[pos:pos + size]
             pos += size
-            if len(raw) != size or size < 1:
+            if len(item) != size or size < 1:
                 raise ValueError("a list item is cut short")
-            is_left = raw[0] == 1
-            serde = self.left_serde if is_left else self.right_serde
-            items.append(LeftOrRightValue(is_left, serde.deserialize(raw[1:])))
+            items.append(bytes(item))
         return tuple(items)
 
-    def deserialize_all(self, data: Any) -> list[Any]:
-        return [self.deserialize(d) for d in data]
 
-
-class ListValueStore(StoreBase):
-    """Lists of values by key, keys kept in order in one bucket (a join looks at its oldest
-    keys after most records, so they are read in order without merging buckets).
-
-    ``put(key, value)`` appends ``value`` to ``key``'s list and logs the whole list;
-    ``put(key, None)`` removes the key and logs a tombstone, also when it held nothing, as Kafka
-    Streams' list-value store does. Bucket data: ``SortedDict(key -> (tuple of values,
-    timestamp))``."""
-
-    kind = "list_value"
+class OrderedStore(StoreBase):
+    """Values by key, the keys kept in order in one bucket (a join reads its oldest keys after
+    most records, so they are read in order without merging buckets). Bucket data:
+    ``SortedDict(key -> (value, timestamp))``. A remove logs a tombstone, also when the key
+    held nothing, as Kafka Streams' stores log it."""
 
     def __init__(self, name: str, *, caching: bool = False, logging: bool = True,
                  num_buckets: int = 1) -> None:
         check_name(name)
         if caching:
-            raise ValueError(f"store {name!r}: a list-value store has no cache")
+            raise ValueError(f"store {name!r}: a {self.kind} store has no cache")
         super().__init__(name, caching=False, logging=logging, num_buckets=1)
 
     def _new_bucket(self) -> SortedDict:
@@ -140,22 +121,18 @@ class ListValueStore(StoreBase):
         return data
 
     # -- reads -------------------------------------------------------------------------------
-    def get(self, key: Any) -> tuple[Any, ...] | None:
-        """The values of ``key``, oldest first, or ``None``."""
+    def get(self, key: Any) -> Any:
+        """What ``key`` holds, or ``None``."""
         data = self._data()
         entry = None if data is None else data.get(key)
         return None if entry is None else entry[0]
 
-    def entries(self) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-        """``(key, values)`` in key order, read lazily (do not write while iterating)."""
+    def entries(self) -> Iterator[tuple[Any, Any]]:
+        """``(key, what it holds)`` in key order, read lazily (do not write while iterating)."""
         data = self._data()
         if data:
-            for key, (values, _) in data.items():
-                yield key, values
-
-    def all(self) -> list[KeyValue]:
-        """``KeyValue(key, value)`` for every value, in key order, each key's oldest first."""
-        return [KeyValue(k, v) for k, values in self.entries() for v in values]
+            for key, (held, _) in data.items():
+                yield key, held
 
     def approximate_num_entries(self) -> int:
         data = self._data()
@@ -165,26 +142,12 @@ class ListValueStore(StoreBase):
         return self.get(store_key)
 
     # -- writes ------------------------------------------------------------------------------
-    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
-        """Append ``value`` to ``key``'s list (``None``: remove the key)."""
-        self._check_writable(key)
-        ts = self._timestamp(timestamp)
-        if value is None:
-            self._remove(key, ts)
-            return
+    def _write(self, key: Any, held: Any, ts: int) -> None:
         data = self._created()
         entry = data.get(key)
-        values = (value,) if entry is None else (*entry[0], value)
-        data[key] = (values, ts)
+        data[key] = (held, ts)
         self._touch(0)
-        self._changed(key, None if entry is None else entry[0], values, ts)
-
-    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> None:
-        """As Kafka Streams' list-value store: write only if ``key`` holds values (``None``
-        removes it then); nothing is returned."""
-        self._check_writable(key)
-        if self.get(key) is not None:
-            self.put(key, value, timestamp)
+        self._changed(key, None if entry is None else entry[0], held, ts)
 
     def remove_all(self, keys: Iterable[Any], timestamp: int | None = None) -> None:
         """Remove each of ``keys`` (in order), logging a tombstone for each."""
@@ -199,11 +162,140 @@ class ListValueStore(StoreBase):
             self._touch(0)
         self._changed(key, None if old is None else old[0], None, ts)
 
+    def _restored(self, value: Any) -> Any:
+        return value
+
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
-        for key, values, timestamp in changelog:
+        for key, value, timestamp in changelog:
             data = self._created()
-            if values is None:
+            if value is None:
                 data.pop(key, None)
             else:
-                data[key] = (tuple(values), timestamp)
+                data[key] = (self._restored(value), timestamp)
             self._touch(0)
+
+
+class ListValueStore(OrderedStore):
+    """Lists of values by key (see :class:`OrderedStore`): ``put(key, value)`` appends
+    ``value`` to ``key``'s list (a tuple) and logs the whole list; ``put(key, None)`` removes
+    the key, as Kafka Streams' list-value store does."""
+
+    kind = "list_value"
+
+    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """Append ``value`` to ``key``'s list (``None``: remove the key)."""
+        self._check_writable(key)
+        ts = self._timestamp(timestamp)
+        if value is None:
+            self._remove(key, ts)
+            return
+        held = self.get(key)
+        self._write(key, (value,) if held is None else (*held, value), ts)
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """As Kafka Streams' list-value store: write only if ``key`` holds values (``None``
+        removes it then); nothing is returned."""
+        self._check_writable(key)
+        if self.get(key) is not None:
+            self.put(key, value, timestamp)
+
+    def all(self) -> list[KeyValue]:
+        """``KeyValue(key, value)`` for every value, in key order, each key's oldest first."""
+        return [KeyValue(k, v) for k, values in self.entries() for v in values]
+
+    def _restored(self, value: Any) -> Any:
+        return tuple(value)
+
+
+class TimeOrderedBuffer(OrderedStore):
+    """The records a stream-table join with a grace period holds back (see
+    :class:`OrderedStore`), by their time-first key (:func:`buffer_key`)."""
+
+    kind = "time_ordered_buffer"
+
+    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """Keep ``value`` under ``key`` (``None``: remove it)."""
+        self._check_writable(key)
+        ts = self._timestamp(timestamp)
+        if value is None:
+            self._remove(key, ts)
+        else:
+            self._write(key, value, ts)
+
+    def all(self) -> list[KeyValue]:
+        return [KeyValue(k, v) for k, v in self.entries()]
+
+
+_TIME_FIRST = b"\x00"
+_BUFFER_TS = struct.Struct(">q")
+
+
+def buffer_key(timestamp: int, key_bytes: bytes, seq: int) -> bytes:
+    """A buffered record's key, as Kafka Streams' time-ordered buffer lays it out: a 0 byte,
+    the timestamp, the key's bytes and a sequence number (so ordered by time, then key)."""
+    return _TIME_FIRST + _BUFFER_TS.pack(timestamp) + key_bytes + _INT.pack(seq)
+
+
+def buffer_key_parts(data: bytes) -> tuple[int, bytes]:
+    """The timestamp and the key's bytes of a :func:`buffer_key`."""
+    return _BUFFER_TS.unpack_from(data, 1)[0], bytes(data[9:-4])
+
+
+class BufferedRecord(NamedTuple):
+    """A record a grace buffer holds: its value and where it came from (its key is in the
+    buffer's key)."""
+
+    value: Any
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...]
+    topic: str
+    partition: int
+    offset: int
+
+
+class BufferedRecordSerde(Serde):
+    """:class:`BufferedRecord` as Kafka Streams' buffer writes its changelog values: the record
+    context (timestamp, offset, topic, partition, headers), no prior and no old value, the
+    value's bytes, and a buffer time of 0."""
+
+    name = "BufferValue"
+
+    def __init__(self, value_serde: Any = None) -> None:
+        self.value_serde: Serde = Pickle() if value_serde is None else as_serde(value_serde)
+
+    def _serialize(self, value: Any) -> bytes:
+        topic = value.topic.encode()
+        parts = [_LONG2.pack(value.timestamp, value.offset), _INT.pack(len(topic)), topic,
+                 _INT.pack(value.partition), _INT.pack(len(value.headers))]
+        for name, data in value.headers:
+            encoded = name.encode()
+            parts += [_INT.pack(len(encoded)), encoded]
+            parts += [_INT.pack(-1)] if data is None else [_INT.pack(len(data)), data]
+        raw = self.value_serde.serialize(value.value) or b""
+        parts += [_INT.pack(-1), _INT.pack(-1), _INT.pack(len(raw)), raw, _BUFFER_TS.pack(0)]
+        return b"".join(parts)
+
+    def _deserialize(self, data: bytes) -> Any:
+        timestamp, offset = _LONG2.unpack_from(data)
+        pos = 16
+        (size,) = _INT.unpack_from(data, pos)
+        topic = bytes(data[pos + 4:pos + 4 + size]).decode()
+        pos += 4 + size
+        partition, count = struct.unpack_from(">ii", data, pos)
+        pos += 8
+        headers = []
+        for _ in range(count):
+            (size,) = _INT.unpack_from(data, pos)
+            name = bytes(data[pos + 4:pos + 4 + size]).decode()
+            pos += 4 + size
+            (size,) = _INT.unpack_from(data, pos)
+            pos += 4
+            headers.append((name, None if size < 0 else bytes(data[pos:pos + size])))
+            pos += max(size, 0)
+        for _ in range(2):  # prior and old value: none
+            (size,) = _INT.unpack_from(data, pos)
+            pos += 4 + max(size, 0)
+        (size,) = _INT.unpack_from(data, pos)
+        raw = bytes(data[pos + 4:pos + 4 + size])
+        return BufferedRecord(self.value_serde.deserialize(raw), timestamp, tuple(headers),
+                              topic, partition, offset)

@@ -239,10 +239,25 @@ class ReadOnlySessionView(ReadOnlyStoreView):
         return self._merged("backward_all", (), _end_start_key, reverse=True)
 
 
+class ReadOnlyVersionedView(ReadOnlyStoreView):
+    """``get(key, as_of_timestamp=None)`` (a ``VersionedRecord``) and ``all()`` (the latest
+    values) of a versioned store, over every task (a key lives in one of them)."""
+
+    kind = "versioned"
+
+    def get(self, key: Any, as_of_timestamp: int | None = None) -> Any:
+        return self._first("get", key, as_of_timestamp)
+
+    def all(self) -> list[KeyValue]:
+        """``KeyValue(key, latest value)`` of every key, in key order."""
+        return self._merged("all", (), _key)
+
+
 _VIEWS: dict[str, type[ReadOnlyStoreView]] = {
     "key_value": ReadOnlyKeyValueView,
     "window": ReadOnlyWindowView,
     "session": ReadOnlySessionView,
+    "versioned": ReadOnlyVersionedView,
 }
 
 
@@ -250,6 +265,11 @@ def read_only_view(
     name: str, kind: str, stores: StoreSource | Iterable[StoreBase]
 ) -> ReadOnlyStoreView:
     """The read-only view of a ``kind`` store over ``stores`` (a list, or a callable returning
-    the current list)."""
+    the current list); the stores only a join keeps for itself cannot be queried."""
+    view = _VIEWS.get(kind)
+    if view is None:
+        raise InvalidStateStoreError(
+            f"store {name!r} is a {kind} store that a join keeps for itself: it cannot be "
+            "queried")
     source = stores if callable(stores) else list(stores)
-    return _VIEWS[kind](name, source)
+    return view(name, source)

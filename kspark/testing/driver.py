@@ -293,6 +293,9 @@ class TopologyTestDriver:
     def get_session_store(self, name: str) -> Any:
         return self._typed_store(name, "session")
 
+    def get_versioned_key_value_store(self, name: str) -> Any:
+        return self._typed_store(name, "versioned")
+
     def metrics(self) -> dict[str, int]:
         return self._metrics.snapshot()
 

@@ -59,9 +59,14 @@ def changelog_difference(case: dict[str, Any], kafka: list[dict], kspark: list[d
 
 
 # -- stores restored from the other side's changelog ----------------------------------------------
+#: the case parameter that makes a store versioned, by store (else ``versioned``)
+VERSIONED_PARAMS = {"left-store": "left_versioned", "right-store": "right_versioned"}
+
+
 def store_spec(case: dict[str, Any], store: str) -> dict[str, Any]:
-    """What a store of ``case`` is: kind (``session``, ``window``, ``kv_ts``, ``kv``),
-    retention and window size, value type; the fields of the oracle's ``restore`` request."""
+    """What a store of ``case`` is: kind (``session``, ``window``, ``kv_ts``, ``kv``,
+    ``versioned``), retention, window size and history, value type; the fields of the oracle's
+    ``restore`` request."""
     p = case.get("params") or {}
     kind = build(case).stores[store]
     strings = p.get("op") in STRING_OPS or case["shape"] in JOIN_SHAPES
@@ -72,6 +77,8 @@ def store_spec(case: dict[str, Any], store: str) -> dict[str, Any]:
         spec["retention"] = kspark_retention(case)
     if kind == "window":
         spec["size"] = p.get("size") or p["diff"]
+    if kind == "versioned":
+        spec["history"] = p[VERSIONED_PARAMS.get(store, "versioned")]
     return spec
 
 
@@ -105,6 +112,9 @@ def kspark_builder(spec: dict[str, Any]) -> Any:
     if kind == "window":
         return Stores.window_store(name, spec["retention"], spec["size"],
                                    key_serde=serdes.String(), value_serde=values)
+    if kind == "versioned":
+        return Stores.versioned_key_value_store(name, spec["history"], key_serde=serdes.String(),
+                                                value_serde=values)
     return Stores.key_value_store(name, key_serde=serdes.String(), value_serde=values)
 
 

@@ -15,9 +15,10 @@ from kspark.windows import JoinWindows
 JOIN_SHAPES: dict[str, set[str]] = {
     "stream_join": {"kind", "diff", "grace", "before", "after", "store_name", "logging", "self",
                     "rekey_left"},
-    "stream_table_join": {"kind", "table_caching", "rekey_left"},
+    "stream_table_join": {"kind", "table_caching", "rekey_left", "versioned", "grace"},
     "global_join": {"kind"},
-    "table_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching"},
+    "table_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching",
+                   "left_versioned", "right_versioned"},
     "fk_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching"},
 }
 KINDS = {"inner": "join", "left": "left_join", "outer": "outer_join"}
@@ -89,11 +90,17 @@ def _stream_table_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
     stream = builder.stream("left", text, text)
     if p.get("rekey_left", False):
         stream = stream.select_key(lambda k, v: k)
+    history = p.get("versioned")
     table = builder.table("right", text, text, materialized=Materialized(
-        "table", caching=p.get("table_caching", True), key_serde=text, value_serde=text))
-    getattr(stream, KINDS[kind])(table, joiner, Joined.with_(text, text, text)).to(
-        "out", text, text)
-    return builder.build(), ["left", "right"], {"table": "kv_ts"}
+        "table", caching=p.get("table_caching", True), key_serde=text, value_serde=text,
+        versioned_history=history))
+    joined = Joined.with_(text, text, text)
+    if p.get("grace") is not None:
+        joined = joined.with_grace_period(p.get("grace"))
+    getattr(stream, KINDS[kind])(table, joiner, joined).to("out", text, text)
+    topology = builder.build()
+    return topology, ["left", "right"], {**_logged_stores(topology),
+                                         "table": "kv_ts" if history is None else "versioned"}
 
 
 def _global_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
@@ -111,9 +118,11 @@ def _tables(p: Any) -> tuple[StreamsBuilder, Any, Any]:
     text = serdes.String()
     builder = StreamsBuilder()
     left = builder.table("left", text, text, materialized=Materialized(
-        "left-store", caching=p.get("left_caching", True), key_serde=text, value_serde=text))
+        "left-store", caching=p.get("left_caching", True), key_serde=text, value_serde=text,
+        versioned_history=p.get("left_versioned")))
     right = builder.table("right", text, text, materialized=Materialized(
-        "right-store", caching=p.get("right_caching", True), key_serde=text, value_serde=text))
+        "right-store", caching=p.get("right_caching", True), key_serde=text, value_serde=text,
+        versioned_history=p.get("right_versioned")))
     return builder, left, right
 
 
@@ -133,7 +142,8 @@ def _table_join(p: Any, foreign_key: bool) -> tuple[Topology, list[str], dict[st
     getattr(left, KINDS[kind])(right, joiner, m, **fk).to_stream().to(
         "out", serdes.String(), serdes.String())
     topology = builder.build()
-    stores = {"left-store": "kv_ts", "right-store": "kv_ts"}
+    stores = {"left-store": "versioned" if p.get("left_versioned") is not None else "kv_ts",
+              "right-store": "versioned" if p.get("right_versioned") is not None else "kv_ts"}
     if m is not None:
         stores["result"] = "kv_ts"
     logged = {name: "logged" for name in _logged_stores(topology) if name not in stores}

@@ -335,6 +335,11 @@ def _store_lines(driver: TopologyTestDriver, name: str, kind: str,
         for kv in store.fetch_all_with_timestamps(None, None):
             entries.append({**_key_fields(kv.key), "value": kv.value.value,
                             "ts": kv.value.timestamp})
+    elif kind == "versioned":
+        for key in sorted(keys):
+            latest = store.get(key)
+            if latest is not None:
+                entries.append({**_key_fields(key), "value": latest.value, "ts": latest.timestamp})
     elif kind == "kv_ts":
         for kv in store.all():
             stamped = store.get_with_timestamp(kv.key)
@@ -366,7 +371,8 @@ def run(case: dict[str, Any]) -> list[dict[str, Any]]:
     built = build(case)
     lines: list[dict[str, Any]] = []
     keys: set[str] = set()
-    with TopologyTestDriver(built.topology, initial_wall_clock_ms=0) as driver:
+    with TopologyTestDriver(built.topology, initial_wall_clock_ms=0,
+                            config={"application.id": "kspark-oracle"}) as driver:
         inputs = {topic: driver.create_input_topic(topic, serdes.String(), serde)
                   for topic, serde in built.inputs.items()}
         out = driver.create_output_topic("out", built.out_key, built.out_value)

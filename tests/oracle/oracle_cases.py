@@ -38,6 +38,10 @@ Config mapping (what makes the two sides comparable; every item names its reason
   ``test_differential.py::test_kafka_loses_final_results_of_expired_windows`` shows both
   behaviours at the default retention. (Sessions do not have this problem in Kafka Streams'
   default RocksDB store.)
+- A stream-table join's grace buffer (``<join>-Buffer``): Kafka Streams writes its changelog
+  records without a timestamp (the producer's clock stamps them on a broker; its test driver
+  shows none), kspark with the buffered record's; their keys and values are compared byte for
+  byte, their timestamps not (``without_buffer_timestamps``).
 """
 
 from __future__ import annotations
@@ -114,10 +118,19 @@ def live_entries(case: dict[str, Any], lines: list[dict]) -> list[dict]:
             if line["kind"] != "store" or line["window"][index] > bound]
 
 
+def without_buffer_timestamps(lines: list[dict]) -> list[dict]:
+    """``lines`` with the timestamps of grace buffers' changelog records left out: Kafka
+    Streams writes them without one (the producer's clock stamps them), kspark with the
+    buffered record's (module doc)."""
+    return [{**line, "ts": None} if line["kind"] == "changelog"
+            and line["store"].endswith("-Buffer") else line for line in lines]
+
+
 def difference(case: dict[str, Any], kafka: list[dict], kspark: list[dict]) -> str | None:
     """``None`` if both sides produced the same records (in order) and store contents, else a
     readable report: the case and a unified diff of the lines. Only the live entries of Kafka
     Streams' window and session stores are compared (:func:`live_entries`)."""
+    kspark = without_buffer_timestamps(kspark)
     if kafka == kspark:
         return None
     kafka = live_entries(case, kafka)
@@ -277,12 +290,13 @@ def _join_value() -> st.SearchStrategy[Any]:
 
 @st.composite
 def join_records(draw: st.DrawFn, topics: tuple[str, ...], max_size: int = 24,
-                 value: st.SearchStrategy[Any] | None = None) -> list[dict]:
+                 value: st.SearchStrategy[Any] | None = None,
+                 null_keys: bool = True) -> list[dict]:
     """Records on ``topics`` (keys colliding, some null; values some null), timestamps out of
     order, late and with jumps."""
     n = draw(st.integers(0, max_size))
     stamps = draw(timestamps(n))
-    key = st.one_of(st.sampled_from(KEYS), st.none())
+    key = st.one_of(st.sampled_from(KEYS), st.none()) if null_keys else st.sampled_from(KEYS)
     values = value if value is not None else _join_value()
     return [{"topic": draw(st.sampled_from(topics)), "key": draw(key), "value": draw(values),
              "ts": ts} for ts in stamps]
@@ -334,8 +348,16 @@ def stream_table_join_case(draw: st.DrawFn) -> dict:
                          "store_type": draw(store_type())}
     if draw(st.integers(0, 4)) == 0:
         p["rekey_left"] = True
+    if draw(st.booleans()):  # a versioned table, read as of each record's time
+        p["versioned"] = draw(st.integers(0, 60))
+        if draw(st.booleans()):
+            p["grace"] = draw(st.integers(0, p["versioned"]))
+    # Kafka Streams 4.3.1 fails on a null key in a left join's grace buffer
+    # (test_differential.py::test_kafka_streams_fails_on_a_null_key_in_a_grace_buffer)
+    null_keys = not (p.get("grace") is not None and p["kind"] == "left")
     return {"shape": "stream_table_join", "params": p,
-            "inputs": draw(join_records(("left", "right"))), "changelogs": draw(st.booleans())}
+            "inputs": draw(join_records(("left", "right"), null_keys=null_keys)),
+            "changelogs": draw(st.booleans())}
 
 
 @st.composite
@@ -355,6 +377,10 @@ def table_join_case(draw: st.DrawFn, foreign_key: bool) -> dict:
     if draw(st.booleans()):
         p["materialized"] = True
         p["result_caching"] = draw(st.booleans())
+    if not foreign_key:
+        for side in ("left_versioned", "right_versioned"):
+            if draw(st.integers(0, 3)) == 0:
+                p[side] = draw(st.integers(0, 60))
     value = _selecting_value() if foreign_key else None
     return {"shape": "fk_join" if foreign_key else "table_join", "params": p,
             "inputs": draw(join_records(("left", "right"), value=value)),

@@ -255,7 +255,7 @@ def test_kafka_streams_session_changelog_attached_as_window_store_fails_clearly(
     ({"request": "translate"}, "unknown request 'translate' (known: restore, serde, "
                                "window_puts)"),
     ({"request": "serde", "windowed": "hopping"}, "unknown windowed serde 'hopping'"),
-    ({"request": "restore", "kind": "versioned"}, "unknown store kind 'versioned'"),
+    ({"request": "restore", "kind": "list_value"}, "unknown store kind 'list_value'"),
     ({"request": "restore", "kind": "window", "size": 10}, "needs \"retention\""),
     ({"request": "restore", "kind": "window", "retention": 100, "size": 10,
       "records": [{"key": "610000000000000000", "value": "00", "ts": 1}]},

@@ -208,6 +208,54 @@ def test_kafka_in_memory_store_loses_final_session_results(kafka_streams) -> Non
     assert records(run_kspark(case)) == expected
 
 
+def test_join_stores_follow_kafka_streams_rocksdb_stores(kafka_streams) -> None:
+    """A stream-stream join's window stores retain duplicates. Kafka Streams' in-memory window
+    store moves its observed stream time on a put of a null value (which it does not store),
+    so a:x@0 after a:null@1 falls outside its retention of 1 ms and is not stored: the self
+    join loses x+x. Its default RocksDB store skips such a put altogether, as kspark's stores
+    do; the random stream-join cases run the oracle on RocksDB (``oracle_cases``)."""
+    case = {"shape": "stream_join",
+            "params": {"kind": "inner", "diff": 0, "before": 0, "after": 1, "self": True},
+            "inputs": [{"topic": "left", "key": "a", "value": None, "ts": 1},
+                       {"topic": "left", "key": "a", "value": "x", "ts": 0}]}
+    expected = [("a", (), "x+x", 0)]
+    in_memory = {**case, "params": {**case["params"], "store_type": "in_memory"}}
+    assert records(kafka_streams.run(in_memory)) == []
+    assert records(kafka_streams.run(case)) == expected  # RocksDB, the default
+    assert records(run_kspark(case)) == expected
+
+
+def test_outer_join_emits_after_every_record_at_emit_interval_zero(kafka_streams) -> None:
+    """README "Deviations": with Kafka Streams' default emit interval (1 s of wall-clock time)
+    its left join looks for closed windows once (the test driver's clock stands still); the
+    oracle sets the interval to 0, and then it emits as kspark does."""
+    case = {"shape": "stream_join", "params": {"kind": "left", "diff": 5},
+            "inputs": [{"topic": "left", "key": "a", "value": "x", "ts": 0},
+                       {"topic": "left", "key": "b", "value": "y", "ts": 1},
+                       {"topic": "left", "key": "c", "value": "z", "ts": 20},
+                       {"topic": "left", "key": "d", "value": "w", "ts": 40}]}
+    expected = [("a", (), "x+null", 0), ("b", (), "y+null", 1), ("c", (), "z+null", 20)]
+    assert records(kafka_streams.run(case)) == expected
+    assert records(run_kspark(case)) == expected
+    throttled = {**case, "params": {**case["params"], "emit_interval": 1000}}
+    assert records(kafka_streams.run(throttled)) == []
+
+
+def test_kafka_streams_fails_on_a_null_key_in_a_grace_buffer(kafka_streams) -> None:
+    """A left stream-table join with a grace period joins a record without a key (Kafka
+    Streams' KIP-962), but Kafka Streams 4.3.1 puts it into its grace buffer first, which
+    refuses a null key: the application stops. kspark joins such a record at once, as the
+    join would without a buffer (README "Deviations"); the random cases leave null keys out
+    of left joins with a grace period."""
+    case = {"shape": "stream_table_join", "params": {"kind": "left", "versioned": 10,
+                                                     "grace": 5},
+            "inputs": [{"topic": "right", "key": "a", "value": "t", "ts": 0},
+                       {"topic": "left", "key": None, "value": "x", "ts": 1}]}
+    with pytest.raises(OracleCaseError, match="NullPointerException: key cannot be null"):
+        kafka_streams.run(case)
+    assert records(run_kspark(case)) == [(None, (), "x+null", 1)]
+
+
 def test_store_dumps_compare_live_entries_only(kafka_streams) -> None:
     """Kafka Streams' time-ordered window store (used for on_window_close) returns windows its
     retention has expired from ``all()``; kspark never returns expired data (docs/semantics.md §6).

@@ -206,7 +206,7 @@ def test_parquet_reader_equals_row_by_row_reader(tmp_path, parts):
         "text": ["x", "y\"", None, "é", "", "z"] * 50,
     })
     pq.write_table(table, path, row_group_size=64)
-    for value_field in ("value", "text", "missing"):
+    for value_field in ("value", "text", "missing", None):
         for lo, hi in ((0, None), (70, 200)):
             batch = _parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
                                    3 * OFFSET_STRIDE)
@@ -228,8 +228,11 @@ def test_parquet_reader_equals_row_by_row_reader(tmp_path, parts):
             start = 3 * OFFSET_STRIDE + lo
             assert got["offset"] == list(range(start, start + len(keys)))
     # what the vectorised reader leaves to the row-by-row one
-    assert _parquet_batch(path, 0, None, "key", None, "ts", parts, "t", 0) is None
     assert _parquet_batch(path, 0, None, "key", "value", "missing", parts, "t", 0) is None
+    nested = os.path.join(tmp_path, "nested.parquet")
+    pq.write_table(table.append_column("tags", pa.array([["t"]] * 300)), nested)
+    assert _parquet_batch(nested, 0, None, "key", None, "ts", parts, "t", 0) is None
+    assert _parquet_batch(nested, 0, None, "key", "value", "ts", parts, "t", 0) is not None
 
 
 def test_task_group_values_spread_tasks_over_shuffle_partitions():

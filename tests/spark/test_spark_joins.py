@@ -14,17 +14,17 @@ import random
 import pytest
 from spark_harness import batch_chunks, run_driver_in_order, run_spark, spark_order
 
-from kspark import JoinWindows, Materialized, StreamsBuilder, serdes
+from kspark import Joined, JoinWindows, Materialized, StreamsBuilder, serdes
 
 pytestmark = pytest.mark.spark
 
 S = serdes.String()
 J = serdes.Json()
 INPUT_SERDES = {"clicks": (S, J), "views": (S, J), "profiles": (S, J), "regions": (S, J),
-                "accounts": (S, J)}
+                "accounts": (S, J), "levels": (S, J)}
 OUTPUTS = {name: (S, J) for name in (
-    "ss-inner", "ss-left", "ss-outer", "ss-rekeyed", "st-inner", "st-left", "gt-inner",
-    "gt-left", "tt-inner", "tt-left", "tt-outer")}
+    "ss-inner", "ss-left", "ss-outer", "ss-rekeyed", "st-inner", "st-left", "st-versioned",
+    "gt-inner", "gt-left", "tt-inner", "tt-left", "tt-outer")}
 
 
 def joined(left, right):
@@ -48,6 +48,9 @@ def topology(caching: bool):
     profiles = b.table("profiles", S, J, Materialized("profiles", caching=caching))
     clicks.join(profiles, joined).to("st-inner", S, J)
     clicks.left_join(profiles, joined).to("st-left", S, J)
+    # a versioned table read as of each click's time, the clicks held back 1.5 s for late rows
+    levels = b.table("levels", S, J, Materialized("levels", versioned_history=60_000))
+    clicks.left_join(levels, joined, Joined(grace=1_500)).to("st-versioned", S, J)
     regions = b.global_table("regions", S, J, "regions")
     clicks.join(regions, lambda k, v: v["page"], joined).to("gt-inner", S, J)
     clicks.left_join(regions, lambda k, v: v["page"], joined).to("gt-left", S, J)
@@ -76,8 +79,12 @@ def random_input(seed: int, n: int = 160) -> dict[str, list]:
         return [(rng.choice(keys), None if rng.random() < 0.15 else {"v": rng.randint(0, 9)},
                  i * step) for i in range(size)]
 
+    levels = table(users, n // 4, 1_200)
+    levels = [(k, v, max(0, t - rng.randint(0, 3_000))) for k, v, t in levels]  # out of order
     return {"clicks": stream(n), "views": stream(n), "profiles": table(users, n // 4, 1_500),
-            "regions": table(pages, 6, 1), "accounts": table(users, n // 4, 1_700)}
+            "regions": [(page, {"v": i}, i) for i, page in enumerate(pages)],
+            "accounts": table(users, n // 4, 1_700),
+            "levels": levels}
 
 
 def final_table(records):

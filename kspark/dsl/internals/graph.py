@@ -98,7 +98,8 @@ class DslGraph(ABC):
         """Add the processor ``name`` reading ``parent``'s upserts as a table kept in ``store``
         (added now when ``materialized`` names it, else once something needs it); return its
         view (``builder.table``, ``KStream.to_table``)."""
-        old, kept = OldValues(), OldValues(_named(materialized))
+        versioned = materialized is not None and materialized.versioned_history is not None
+        old, kept = OldValues(), OldValues(_named(materialized) or versioned)
         topo = self._topology
         topo.add_processor(name, partial(TableSourceProcessor, store, old, kept), parent)
 
@@ -107,7 +108,7 @@ class DslGraph(ABC):
 
         if kept.enabled:
             materialize()
-        return SourceView(old, store, kept, materialize)
+        return SourceView(old, store, kept, materialize, versioned)
 
     @abstractmethod
     def new_ktable(self, node: str, view: TableView, *, queryable_store: str | None = None,
@@ -171,8 +172,11 @@ def _named(m: Materialized | None) -> bool:
 
 def key_value_store_builder(name: str, materialized: Materialized | None) -> StoreBuilder:
     """The key-value store behind a KTable: caching and logging on unless ``materialized``
-    turns them off."""
+    turns them off; a versioned store when it asks for one."""
     m = materialized or Materialized()
+    if m.versioned_history is not None:
+        return Stores.versioned_key_value_store(name, m.versioned_history, m.key_serde,
+                                                m.value_serde, m.logging)
     return Stores.key_value_store(name, key_serde=m.key_serde, value_serde=m.value_serde,
                                   caching=m.caching, logging=m.logging)
 

@@ -18,6 +18,11 @@ from kspark.processor.batch import ColumnMapper
 from kspark.record_columns import NewValues, RecordColumns
 from kspark.records import Change, Record, change, event_time
 from kspark.state.key_value import InMemoryKeyValueStore
+from kspark.state.versioned import (
+    PUT_RETURN_CODE_NOT_PUT,
+    PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+    InMemoryVersionedKeyValueStore,
+)
 
 
 def _where(context: ProcessorContext, record: Record) -> str:
@@ -75,20 +80,34 @@ class DropNullKeyProcessor(Processor):
 class TableWriter:
     """Writes a KTable's key-value store and forwards ``change(new, old)``: immediately with
     caching off, from the store's flush listener at commit with caching on. ``old`` is sent as
-    ``None`` unless the table's :class:`OldValues` flag is on (docs/semantics.md §4)."""
+    ``None`` unless the table's :class:`OldValues` flag is on (docs/semantics.md §4). In a
+    versioned store a put older than the history retention forwards nothing, and one older
+    than the key's latest value forwards a change that is not the latest (§9.2)."""
 
-    def __init__(self, context: ProcessorContext, store: InMemoryKeyValueStore,
-                 old: Any) -> None:
+    def __init__(self, context: ProcessorContext, store: Any, old: Any) -> None:
         self.context, self.store, self.old = context, store, old
+        self.versioned = isinstance(store, InMemoryVersionedKeyValueStore)
         self.caching = store.set_flush_listener(change_forwarder(context, old=old), batched=True)
+
+    def current(self, key: Any) -> Any:
+        """The table's current (latest) value of ``key``."""
+        if self.versioned:
+            found = self.store.get(key)
+            return None if found is None else found.value
+        return self.store.get(key)
 
     def put(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         """Store ``new`` (``None`` deletes) and forward unless caching defers it (a change of
         nothing to nothing too, as Kafka Streams forwards it)."""
-        self.store.put(key, new, timestamp)
+        code = self.store.put(key, new, timestamp)
         if not self.caching:
             sent = old if self.old.enabled else None
-            self.context.forward(Record(key, change(new, sent), timestamp))
+            latest = True
+            if self.versioned:
+                if code == PUT_RETURN_CODE_NOT_PUT:
+                    return
+                latest = code == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+            self.context.forward(Record(key, change(new, sent, latest), timestamp))
 
 
 class _StoreProcessor(Processor):
@@ -115,18 +134,18 @@ class TableSourceProcessor(Processor):
         super().init(context)
         self.writer: TableWriter | None = None
         if self.materialized.enabled:
-            self.store: InMemoryKeyValueStore = context.get_state_store(self.store_name)
-            self.writer = TableWriter(context, self.store, self.old)
+            self.writer = TableWriter(context, context.get_state_store(self.store_name),
+                                      self.old)
 
     def process(self, record: Record) -> None:
         if record.key is None:
             drop_null(self.context, record, "key", f"for table store {self.store_name!r}")
             return
-        if self.writer is None:
+        writer = self.writer
+        if writer is None:
             self.context.forward(record.with_value(change(record.value, None)))
             return
-        old = self.store.get(record.key)
-        self.writer.put(record.key, record.value, old, event_time(record))
+        writer.put(record.key, record.value, writer.current(record.key), event_time(record))
 
 
 class FilterValue:
@@ -180,14 +199,14 @@ class TableValueProcessor(Processor):
         writer = self.writer
         old = None
         if self.old.enabled:
-            old = (writer.store.get(key) if writer is not None
+            old = (writer.current(key) if writer is not None
                    else self.compute(key, update.old_value))
             if old is None and new is None and self.skip_empty:
                 return
         if writer is not None:
             writer.put(key, new, old, event_time(record))
             return
-        self.context.forward(record.with_value(change(new, old)))
+        self.context.forward(record.with_value(change(new, old, update.is_latest)))
 
 
 class TableToStreamProcessor(OneToOne, ColumnMapper):
@@ -227,6 +246,11 @@ class TableRepartitionMapProcessor(Processor):
 
     def process(self, record: Record) -> None:
         update: Change = record.value
+        if not update.is_latest:  # a versioned table's update older than its latest value
+            self.context.record_dropped(
+                "not-latest", f"skipped an update older than the table's latest value "
+                f"({_where(self.context, record)})")
+            return
         old = self._select(record, update.old_value, count=False)
         new = self._select(record, update.new_value, count=True)
         ts = record.timestamp

@@ -44,9 +44,15 @@ class OldValues:
 
 
 class ValueGetter(Protocol):
-    """The current value of a key in a table, with the timestamp that wrote it."""
+    """The current value of a key in a table, with the timestamp that wrote it; a versioned
+    table's also as of a time."""
+
+    versioned: bool
 
     def get(self, key: Any) -> ValueAndTimestamp | None: ...
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        """The value valid at ``timestamp`` (a table that is not versioned: its current)."""
 
 
 class ValueGetterSupplier(ABC):
@@ -63,8 +69,25 @@ class ValueGetterSupplier(ABC):
 
 
 class _StoreGetter:
+    versioned = False
+
     def __init__(self, store: Any) -> None:
         self.get = store.get_with_timestamp
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        return self.get(key)
+
+
+class _VersionedGetter:
+    versioned = True
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.get = store.get_with_timestamp
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        found = self.store.get(key, timestamp)
+        return None if found is None else ValueAndTimestamp(found.value, found.timestamp)
 
 
 class StoreGetterSupplier(ValueGetterSupplier):
@@ -78,19 +101,28 @@ class StoreGetterSupplier(ValueGetterSupplier):
         return (self.store,)
 
     def make(self, context: ProcessorContext) -> ValueGetter:
-        return _StoreGetter(context.get_state_store(self.store))
+        store = context.get_state_store(self.store)
+        if store.kind == "versioned":
+            return _VersionedGetter(store)
+        return _StoreGetter(store)
 
 
 class _MappedGetter:
     def __init__(self, parent: ValueGetter, compute: Callable[[Any, Any], Any]) -> None:
         self.parent, self.compute = parent, compute
+        self.versioned = parent.versioned
 
-    def get(self, key: Any) -> ValueAndTimestamp | None:
-        found = self.parent.get(key)
+    def _mapped(self, key: Any, found: ValueAndTimestamp | None) -> ValueAndTimestamp | None:
         if found is None:
             return None
         value = self.compute(key, found.value)
         return None if value is None else ValueAndTimestamp(value, found.timestamp)
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        return self._mapped(key, self.parent.get(key))
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        return self._mapped(key, self.parent.get_as_of(key, timestamp))
 
 
 class MappedGetterSupplier(ValueGetterSupplier):
@@ -123,6 +155,11 @@ class TableView(ABC):
         """Ask the node to send old values; whether it does (it may need to materialize, which
         only ``force_materialization`` allows)."""
 
+    @property
+    def versioned(self) -> bool:
+        """Whether lookups can ask for a value as of a time (a versioned table's)."""
+        return False
+
 
 class StoreView(TableView):
     """A table kept in a store (an aggregation, a materialized filter, map_values or join):
@@ -147,13 +184,18 @@ class SourceView(TableView):
     (``materialize`` adds its store to the topology)."""
 
     def __init__(self, old: OldValues, store: str, materialized: Any,
-                 materialize: Callable[[], None]) -> None:
+                 materialize: Callable[[], None], versioned: bool = False) -> None:
         super().__init__(old)
         self.store = store
+        self._versioned = versioned
         #: the processor's flag (an :class:`OldValues` used as a switch): whether it keeps a
         #: store and forwards through it
         self.materialized = materialized
         self._materialize = materialize
+
+    @property
+    def versioned(self) -> bool:
+        return self._versioned
 
     def materialize(self) -> None:
         if not self.materialized.enabled:
@@ -183,6 +225,10 @@ class DerivedView(TableView):
 
     def getter(self) -> ValueGetterSupplier:
         return MappedGetterSupplier(self.parent.getter(), self.compute)
+
+    @property
+    def versioned(self) -> bool:
+        return self.parent.versioned
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         if self.parent.enable_sending_old_values(force_materialization):
@@ -232,8 +278,13 @@ class SuppressedView(TableView):
 
 
 class _WindowGetter:
+    versioned = False
+
     def __init__(self, store: Any) -> None:
         self.store = store
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        return self.get(key)
 
     def get(self, key: Any) -> ValueAndTimestamp | None:
         found = self.store.fetch_with_timestamp(key.key, key.window.start)
@@ -241,8 +292,13 @@ class _WindowGetter:
 
 
 class _SessionGetter:
+    versioned = False
+
     def __init__(self, store: Any) -> None:
         self.store = store
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        return self.get(key)
 
     def get(self, key: Any) -> ValueAndTimestamp | None:
         value = self.store.fetch_session(key.key, key.window.start, key.window.end)

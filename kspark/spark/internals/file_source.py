@@ -15,6 +15,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 
+from kspark.spark.internals.arrow_json import json_rows
 from kspark.spark.internals.wire import (
     INPUT_ARROW,
     KIND_FILE,
@@ -387,8 +388,9 @@ def _parquet_batch(
     """Rows ``[lo, hi)`` of a Parquet file as one input batch, decoding each distinct key and
     value once; exactly what :func:`kspark.io.files.file_rows` gives (with ``dictionary``, key
     and value dictionary-encoded, for :func:`pack_records`). ``None`` when the file
-    needs the row-by-row reader (whole rows as values, non-integer or null timestamps, nested
-    columns, or an error to report with the row)."""
+    needs the row-by-row reader (non-integer or null timestamps, nested columns, or an error to
+    report with the row). Whole rows as values are written by
+    :func:`~kspark.spark.internals.arrow_json.json_rows`."""
     import json
 
     import numpy as np
@@ -396,13 +398,11 @@ def _parquet_batch(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    if value_field is None:
-        return None
     schema = pq.read_schema(path)
     if timestamp_field not in schema.names:
         return None
-    columns = [c for c in dict.fromkeys((key_field, value_field, timestamp_field))
-               if c in schema.names]
+    columns = schema.names if value_field is None else [
+        c for c in dict.fromkeys((key_field, value_field, timestamp_field)) if c in schema.names]
     try:
         table = _read_rows(path, lo, hi, columns)
         stamps_col = table.column(timestamp_field)
@@ -426,7 +426,12 @@ def _parquet_batch(
         else:
             keys = pa.nulls(n, pa.binary())
             parts = np.zeros(n, dtype=np.int32)
-        if value_field in table.column_names:
+        if value_field is None:
+            values = json_rows(table)
+            if values is None:
+                return None
+            values = values.cast(pa.binary())
+        elif value_field in table.column_names:
             value_idx, value_array = _encoded(
                 table.column(value_field), lambda v: json.dumps(v, default=str).encode()
             )

@@ -52,6 +52,8 @@ def app_info(app: Any) -> dict[str, Any]:
                 "operator_id": len(stages) - 1 - index,
                 "changelog_topic": changelog_topic(app.application_id, name) if logged else None,
                 "source_topic": topology.source_stores.get(name),
+                # every task keeps a global store whole: a query reads one task's
+                "global": name in topology.global_stores,
             }
     return {
         "format": INFO_FORMAT,
@@ -203,7 +205,10 @@ class StateReader:
         blobs = self.buckets(operator, name, batch)
         builder = StoreBuilder(name, spec["kind"], spec["params"], logging=False)
         out = []
-        for partition in sorted(set(metas) | set(blobs)):
+        partitions = sorted(set(metas) | set(blobs))
+        if spec.get("global"):
+            partitions = partitions[:1]
+        for partition in partitions:
             store = builder.build(num_buckets=int(self.info["state_buckets"]))
             task = _NoTask(f"{spec['sub_topology']}_{partition}")
             store.init(task, _Buckets(blobs.get(partition, {})))

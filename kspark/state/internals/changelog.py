@@ -30,7 +30,7 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 
 #: the store kinds whose changelog key is the store key, serialized with the store's key serde
-KEY_VALUE_KINDS = ("key_value", "list_value")
+KEY_VALUE_KINDS = ("key_value", "list_value", "versioned", "time_ordered_buffer")
 
 #: Kafka Streams' ``windowstore.changelog.additional.retention.ms`` default: a windowed store's
 #: changelog keeps records this long beyond the store's retention
@@ -41,6 +41,9 @@ def changelog_topic_config(builder: Any) -> dict[str, str]:
     """Topic configs of a store's changelog on Kafka, as Kafka Streams sets them: compacted;
     for window and session stores also deleted after the store's retention plus
     :data:`ADDITIONAL_RETENTION_MS`, so that expired windows leave the topic."""
+    if builder.kind == "versioned":  # history stays until it is past the retention
+        lag = int(builder.params["history_retention_ms"]) + ADDITIONAL_RETENTION_MS
+        return {"cleanup.policy": "compact", "min.compaction.lag.ms": str(lag)}
     if builder.kind in KEY_VALUE_KINDS:
         return {"cleanup.policy": "compact"}
     retention = int(builder.params["retention_ms"]) + ADDITIONAL_RETENTION_MS

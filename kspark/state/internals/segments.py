@@ -41,6 +41,11 @@ SubEntries = dict
 
 def sub_keys(subs: dict[Any, Any], lo: Any = None, hi: Any = None) -> list[Any]:
     """The sub keys of ``subs`` in ``[lo, hi]`` (``None``: unbounded), ascending."""
+    if len(subs) == 1:
+        for only in subs:
+            if (lo is None or only >= lo) and (hi is None or only <= hi):
+                return [only]
+        return []
     keys = sorted(subs)
     if lo is None and hi is None:
         return keys
@@ -389,6 +394,8 @@ class SegmentedStore(StoreBase):
 
     @staticmethod
     def _segments(data: dict[int, Any], seg_lo: int | None, seg_hi: int | None) -> list[int]:
+        if seg_lo is not None and seg_hi is not None and seg_hi - seg_lo < 4:
+            return [s for s in range(seg_lo, seg_hi + 1) if s in data]
         return sorted(
             s for s in data if (seg_lo is None or s >= seg_lo) and (seg_hi is None or s <= seg_hi)
         )

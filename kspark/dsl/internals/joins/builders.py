@@ -44,9 +44,13 @@ from kspark.dsl.internals.table_views import (
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
-from kspark.serdes import Bytes, Serde, as_serde
+from kspark.serdes import Bytes, Pickle, Serde, as_serde
 from kspark.state.builders import StoreBuilder, Stores
-from kspark.state.join_stores import LeftOrRightValuesSerde, TimestampedKeyAndJoinSideSerde
+from kspark.state.join_stores import (
+    BufferedRecordSerde,
+    LeftOrRightValuesSerde,
+    TimestampedKeyAndJoinSideSerde,
+)
 from kspark.windows import JoinWindows
 
 #: join kinds: (this side outer, other side outer)
@@ -133,34 +137,45 @@ def stream_stream_join(
                        else f"KSTREAM-OUTERSHARED-{digits}-store")
         outer_keys = TimestampedKeyAndJoinSideSerde(key_serde)
 
-    topo.add_processor(this_windowed, partial(JoinWindowProcessor, this_store), this.node)
-    topo.add_processor(other_windowed, partial(JoinWindowProcessor, other_store), other.node)
+    this_stored, other_stored = _stored(this_values), _stored(other_values)
+    topo.add_processor(this_windowed, partial(JoinWindowProcessor, this_store, this_stored),
+                       this.node)
+    topo.add_processor(other_windowed, partial(JoinWindowProcessor, other_store, other_stored),
+                       other.node)
     side = partial(StreamJoinProcessor, windows=windows, joiner=joiner, outer_store=outer_store,
                    outer_keys=outer_keys, shared=merge)
     topo.add_processor(this_join, partial(side, left=True, outer=this_outer,
-                                          other_store=other_store), this_windowed)
+                                          other_store=other_store, this_values=this_stored,
+                                          other_values=other_stored), this_windowed)
     topo.add_processor(other_join, partial(side, left=False, outer=other_outer,
-                                           other_store=this_store), other_windowed)
+                                           other_store=this_store, this_values=other_stored,
+                                           other_values=this_stored), other_windowed)
     topo.add_processor(merge, PassThroughProcessor, this_join, other_join)
-    topo.add_state_store(_window_store(this_store, windows, key_serde, this_values, sj),
-                         this_windowed, other_join)
-    topo.add_state_store(_window_store(other_store, windows, key_serde, other_values, sj),
-                         other_windowed, this_join)
+    topo.add_state_store(_window_store(this_store, windows, key_serde, sj), this_windowed,
+                         other_join)
+    topo.add_state_store(_window_store(other_store, windows, key_serde, sj), other_windowed,
+                         this_join)
     if outer_store is not None:
         topo.add_state_store(
             StoreBuilder(outer_store, "list_value", logging=sj.logging, key_serde=outer_keys,
-                         value_serde=LeftOrRightValuesSerde(this_values, other_values)),
+                         value_serde=LeftOrRightValuesSerde()),
             this_join, other_join)
     topo.copartition(this.node, other.node)
     return merge, key_serde
 
 
+def _stored(value_serde: Serde | None) -> Serde:
+    """The serde of a join side's values in its window store (a store's default: Pickle)."""
+    return Pickle() if value_serde is None else value_serde
+
+
 def _window_store(name: str, windows: JoinWindows, key_serde: Serde | None,
-                  value_serde: Serde | None, sj: StreamJoined) -> StoreBuilder:
-    """A join side's window store: duplicates retained, kept for the windows' size + grace."""
+                  sj: StreamJoined) -> StoreBuilder:
+    """A join side's window store: duplicates retained, kept for the windows' size + grace;
+    its values are their serialized bytes (:class:`JoinWindowProcessor`), logged as they are."""
     return Stores.window_store(name, windows.default_retention_ms, windows.size_ms,
                                retain_duplicates=True, key_serde=key_serde,
-                               value_serde=value_serde, logging=sj.logging)
+                               value_serde=Bytes(), logging=sj.logging)
 
 
 def stream_table_join(
@@ -172,9 +187,11 @@ def stream_table_join(
     kind: str,
     joined: Joined | None = None,
     key_selector: Callable[[Any, Any], Any] | None = None,
+    versioned: bool = False,
 ) -> str:
-    """Add a join of ``stream`` with a table (``table_node``, read through ``getter``) or, with
-    ``key_selector``, a global table; return the join's node."""
+    """Add a join of ``stream`` with a table (``table_node``, read through ``getter``;
+    ``versioned``: lookups as of a time) or, with ``key_selector``, a global table; return the
+    join's node."""
     if not callable(joiner):
         raise TypeError(f"joiner must be callable, got {joiner!r}")
     if key_selector is not None and not callable(key_selector):
@@ -182,9 +199,9 @@ def stream_table_join(
     j = joined or Joined()
     if not isinstance(j, Joined):
         raise TypeError(f"joined must be a Joined, got {j!r}")
-    if j.grace is not None:
+    if j.grace is not None and not versioned:
         raise TopologyError("KTable must be versioned to use a grace period in a stream-table "
-                            "join (Joined.grace)")
+                            "join (Joined.grace; Materialized(versioned_history=...))")
     left = kind == "left"
     if key_selector is None:  # a table: co-partitioned with the stream, repartitioned if need be
         stream = repartitioned(graph, stream, j.name or stream.node,
@@ -194,10 +211,17 @@ def stream_table_join(
     else:
         prefix = "KSTREAM-LEFTJOIN-"  # Kafka Streams names both global joins so
     name = j.name or graph.new_name(prefix)
+    buffer = None if j.grace is None else f"{name}-Buffer"
     topo = graph.topology
+    key_serde = _serde(j.key_serde, stream.key_serde)
     topo.add_processor(name, partial(StreamTableJoinProcessor, getter, joiner, left,
-                                     key_selector), stream.node)
+                                     key_selector, buffer, j.grace_ms or 0, key_serde,
+                                     tuple(topo.internal_topics)), stream.node)
     topo.connect_processor_and_state_stores(name, *getter.store_names)
+    if buffer is not None:
+        topo.add_state_store(StoreBuilder(
+            buffer, "time_ordered_buffer", key_serde=Bytes(),
+            value_serde=BufferedRecordSerde(_serde(j.value_serde, stream.value_serde))), name)
     if table_node is not None:
         topo.copartition(stream.node, table_node)
     return name

@@ -58,6 +58,11 @@ class SubscriptionSendProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
+        if not change.is_latest:  # a versioned table's update older than its latest value
+            self.context.record_dropped(
+                "not-latest", f"skipped an update of key {record.key!r:.80} older than the "
+                f"table's latest value ({self.context.processor_name!r})")
+            return
         old, new = change.old_value, change.new_value
         old_fk = None if old is None else self.extractor(old)
         new_fk = None if new is None else self.extractor(new)

@@ -19,13 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.dsl.internals.processors import drop_null
+from kspark.errors import SerializationError
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.records import Record, event_time
-from kspark.state.join_stores import (
-    LeftOrRightValue,
-    ListValueStore,
-    TimestampedKeyAndJoinSideSerde,
-)
+from kspark.serdes import Serde
+from kspark.state.join_stores import ListValueStore, TimestampedKeyAndJoinSideSerde, side_item
 from kspark.windows import JoinWindows
 
 #: shared state keys: the join's stream time, and the smallest timestamp put into the outer-join
@@ -36,20 +34,27 @@ MIN_TIME = "min_time"
 
 class JoinWindowProcessor(Processor):
     """Forwards each record, then puts it (unless its key is null) into its side's window
-    store at its timestamp."""
+    store at its timestamp, serialized by ``value_serde`` (as Kafka Streams keeps it: the
+    other side's joins read a copy of the value as it was put)."""
 
-    def __init__(self, store_name: str) -> None:
+    def __init__(self, store_name: str, value_serde: Serde) -> None:
         self.store_name = store_name
+        self.value_serde = value_serde
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = context.get_state_store(self.store_name)
+        self.serialize = self.value_serde.serializer()
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
         if record.key is not None:
             ts = event_time(record)
-            self.store.put(record.key, record.value, ts, ts)
+            try:
+                data = self.serialize(record.value)
+            except SerializationError as exc:
+                raise SerializationError(f"store {self.store_name!r}: {exc}") from exc
+            self.store.put(record.key, data, ts, ts)
 
 
 class StreamJoinProcessor(Processor):
@@ -68,6 +73,8 @@ class StreamJoinProcessor(Processor):
         windows: JoinWindows,
         joiner: Callable[[Any, Any], Any],
         other_store: str,
+        this_values: Serde,
+        other_values: Serde,
         outer_store: str | None,
         outer_keys: TimestampedKeyAndJoinSideSerde | None,
         shared: str,
@@ -79,6 +86,7 @@ class StreamJoinProcessor(Processor):
         self.before_ms = windows.before_ms if left else windows.after_ms
         self.after_ms = windows.after_ms if left else windows.before_ms
         self.other_store_name = other_store
+        self.this_values, self.other_values = this_values, other_values
         self.outer_store_name = outer_store
         self.outer_keys = outer_keys
         self.shared = shared
@@ -86,6 +94,11 @@ class StreamJoinProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.other_store = context.get_state_store(self.other_store_name)
+        self.serialize_this = self.this_values.serializer()
+        self.deserialize_other = self.other_values.deserializer()
+        left, right = ((self.this_values, self.other_values) if self.left
+                       else (self.other_values, self.this_values))
+        self.deserialize_left, self.deserialize_right = left.deserializer(), right.deserializer()
         self.outer_store: ListValueStore | None = (
             None if self.outer_store_name is None
             else context.get_state_store(self.outer_store_name))
@@ -118,12 +131,14 @@ class StreamJoinProcessor(Processor):
         others = self.other_store.fetch_range(key, max(0, ts - self.before_ms), time_to)
         forward = self.context.forward
         headers = record.headers
-        for other_ts, other_value in others:
+        deserialize = self.deserialize_other
+        for other_ts, other_data in others:
             if outer_store is not None:
                 assert self.outer_keys is not None
                 outer_store.put_if_absent(self.outer_keys.key_of(other_ts, not self.left, key),
                                           None)
-            forward(Record(key, self.join(value, other_value), max(ts, other_ts), headers))
+            forward(Record(key, self.join(value, deserialize(other_data)), max(ts, other_ts),
+                           headers))
         if others or not self.outer:
             return
         if outer_store is None or time_to < stream_time:
@@ -133,7 +148,7 @@ class StreamJoinProcessor(Processor):
         if tracker[MIN_TIME] is None or ts < tracker[MIN_TIME]:
             tracker[MIN_TIME] = ts
         outer_store.put(self.outer_keys.key_of(ts, self.left, key),
-                        LeftOrRightValue(self.left, value))
+                        side_item(self.left, self.serialize_this(value)))
 
     def _emit_closed(self, record: Record, store: ListValueStore) -> None:
         """Forward (and remove) the unmatched records of the outer-join store whose window has
@@ -159,21 +174,26 @@ class StreamJoinProcessor(Processor):
         forward = self.context.forward
         headers = record.headers
         joiner = self.joiner
-        for store_key, values in store.entries():
-            timestamp = store_key.timestamp
+        assert self.outer_keys is not None
+        record_key = self.outer_keys.record_key
+        for store_key, items in store.entries():
+            timestamp, is_left, _ = store_key
             tracker[MIN_TIME] = timestamp
             if left_open and right_open:
                 break
-            is_left = store_key.is_left
             if timestamp + (after if is_left else before) + grace >= stream_time:
                 if is_left:
                     left_open = True
                 else:
                     right_open = True
                 continue
-            for item in values:
-                out = joiner(item.value, None) if is_left else joiner(None, item.value)
-                forward(Record(store_key.key, out, timestamp, headers))
+            key = record_key(store_key)
+            for item in items:
+                if item[0] == 1:
+                    out = joiner(self.deserialize_left(item[1:]), None)
+                else:
+                    out = joiner(None, self.deserialize_right(item[1:]))
+                forward(Record(key, out, timestamp, headers))
             emitted.append(store_key)
         if emitted:
             store.remove_all(emitted)

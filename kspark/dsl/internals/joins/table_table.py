@@ -57,6 +57,11 @@ class TableTableJoinProcessor(Processor):
                       f"in table-table join {self.context.processor_name!r}")
             return
         update: Change = record.value
+        if not update.is_latest:  # a versioned table's update older than its latest value
+            self.context.record_dropped(
+                "not-latest", f"skipped an update of key {key!r:.80} older than the table's "
+                f"latest value in table-table join {self.context.processor_name!r}")
+            return
         new, old = update.new_value, update.old_value
         found = self.getter.get(key)
         other = None if found is None else found.value
@@ -107,9 +112,14 @@ class TableJoinMergeProcessor(Processor):
 
 
 class _JoinedGetter:
+    versioned = False
+
     def __init__(self, kind: str, left: ValueGetter, right: ValueGetter,
                  joiner: Callable[[Any, Any], Any]) -> None:
         self.kind, self.left, self.right, self.joiner = kind, left, right, joiner
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
+        return self.get(key)
 
     def get(self, key: Any) -> ValueAndTimestamp | None:
         left = self.left.get(key)

@@ -164,8 +164,9 @@ final class ByteCompat {
     }
 
     /**
-     * {@code {"request": "restore", "kind": "window" | "session" | "kv_ts" | "kv", "store_type":
-     * "rocksdb" | "in_memory", "retention": ms, "size": ms, "value": "long" | "string",
+     * {@code {"request": "restore", "kind": "window" | "session" | "kv_ts" | "kv" | "versioned",
+     * "store_type": "rocksdb" | "in_memory", "retention": ms, "size": ms, "history": ms
+     * (versioned, always RocksDB), "value": "long" | "string",
      * "keys": [...] (sessions), "records": [{"key": hex, "value": hex | null, "ts": t}]}}: a store
      * like the DSL's is attached to its changelog topic with {@code Topology#addReadOnlyStateStore}
      * in a {@link TopologyTestDriver}, and the driver task's own state manager restores it from
@@ -225,7 +226,9 @@ final class ByteCompat {
             case "kv" -> Stores.keyValueStoreBuilder(rocks
                 ? Stores.persistentKeyValueStore(name)
                 : Stores.inMemoryKeyValueStore(name), Serdes.String(), values);
-            default -> throw new Oracle.CaseError("unknown store kind '" + kind + "' (known: kv, kv_ts, session, window)");
+            case "versioned" -> Stores.versionedKeyValueStoreBuilder(Stores.persistentVersionedKeyValueStore(
+                name, Duration.ofMillis(need(doc, "history").asLong())), Serdes.String(), values);
+            default -> throw new Oracle.CaseError("unknown store kind '" + kind + "' (known: kv, kv_ts, session, versioned, window)");
         };
         return builder.withLoggingDisabled().withCachingDisabled();
     }
@@ -283,7 +286,7 @@ final class ByteCompat {
 
     /**
      * {@code {"request": "restore_and_run", "case": {shape case}, "changelogs": {store:
-     * [{"key": hex, "value": hex | null, "ts": t}, ...]}}}: a Kafka Streams application restarted
+     * [{"key": hex, "value": hex | null, "ts": t | null}, ...]}}}: a Kafka Streams application restarted
      * from changelogs. The case's topology is built and its driver created as for any case
      * ({@link Oracle#runCase}); then each named store is restored from its records by the driver
      * task's own state manager ({@link #restoreInDriver}, the store's changelog partition
@@ -323,10 +326,13 @@ final class ByteCompat {
                     final byte[] key = unhex(r.get("key"));
                     final byte[] value = unhex(r.get("value"));
                     final JsonNode ts = r.get("ts");
-                    if (key == null || ts == null || !ts.isIntegralNumber()) {
-                        throw new Oracle.CaseError("request 'restore_and_run': a changelog record needs a hex \"key\" and an integer \"ts\", got " + r);
+                    if (key == null || ts == null || !(ts.isNull() || ts.isIntegralNumber())) {
+                        throw new Oracle.CaseError("request 'restore_and_run': a changelog record needs a hex \"key\" and a \"ts\" "
+                            + "(an integer, or null for a record without timestamp), got " + r);
                     }
-                    records.add(new ConsumerRecord<>(topic, 0, offset++, ts.asLong(),
+                    // a record written without timestamp (a suppression or join buffer's) is read
+                    // back with none: ConsumerRecord.NO_TIMESTAMP
+                    records.add(new ConsumerRecord<>(topic, 0, offset++, ts.isNull() ? ConsumerRecord.NO_TIMESTAMP : ts.asLong(),
                         TimestampType.CREATE_TIME, key.length, value == null ? -1 : value.length, key, value,
                         new RecordHeaders(), Optional.empty()));
                 }

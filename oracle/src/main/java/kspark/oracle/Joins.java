@@ -20,6 +20,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -53,9 +54,10 @@ final class Joins {
 
     static {
         SHAPES.put("stream_join", Set.of("kind", "diff", "grace", "before", "after", "store_name", "logging", "self", "rekey_left"));
-        SHAPES.put("stream_table_join", Set.of("kind", "table_caching", "rekey_left"));
+        SHAPES.put("stream_table_join", Set.of("kind", "table_caching", "rekey_left", "versioned", "grace"));
         SHAPES.put("global_join", Set.of("kind"));
-        SHAPES.put("table_join", Set.of("kind", "left_caching", "right_caching", "materialized", "result_caching"));
+        SHAPES.put("table_join", Set.of("kind", "left_caching", "right_caching", "materialized", "result_caching",
+            "left_versioned", "right_versioned"));
         SHAPES.put("fk_join", Set.of("kind", "left_caching", "right_caching", "materialized", "result_caching"));
     }
 
@@ -147,14 +149,21 @@ final class Joins {
         final String kind = p.choice("kind", null, INNER_LEFT);
         final StreamsBuilder builder = new StreamsBuilder();
         final KStream<String, String> stream = maybeRekey(p, stream(builder, "left"));
-        final KTable<String, String> table = table(builder, "right", "table", p.bool("table_caching", true));
-        final Joined<String, String, String> joined = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
+        final Long history = p.optMs("versioned", 0);
+        final KTable<String, String> table = history == null
+            ? table(builder, "right", "table", p.bool("table_caching", true))
+            : versionedTable(builder, "right", "table", history);
+        Joined<String, String, String> joined = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
+        final Long grace = p.optMs("grace", 0);
+        if (grace != null) {
+            joined = joined.withGracePeriod(Duration.ofMillis(grace));
+        }
         final KStream<String, String> result = kind.equals("inner")
             ? stream.join(table, JOINER, joined)
             : stream.leftJoin(table, JOINER, joined);
         result.to("out", Produced.with(Serdes.String(), Serdes.String()));
         final Built b = built(builder, List.of("left", "right"));
-        b.stores.put("table", "kv_ts");
+        b.stores.put("table", history == null ? "kv_ts" : "versioned");
         return b;
     }
 
@@ -185,8 +194,14 @@ final class Joins {
     static Built tableJoin(final Params p) {
         final String kind = p.choice("kind", null, INNER_LEFT_OUTER);
         final StreamsBuilder builder = new StreamsBuilder();
-        final KTable<String, String> left = table(builder, "left", "left-store", p.bool("left_caching", true));
-        final KTable<String, String> right = table(builder, "right", "right-store", p.bool("right_caching", true));
+        final Long leftHistory = p.optMs("left_versioned", 0);
+        final Long rightHistory = p.optMs("right_versioned", 0);
+        final KTable<String, String> left = leftHistory == null
+            ? table(builder, "left", "left-store", p.bool("left_caching", true))
+            : versionedTable(builder, "left", "left-store", leftHistory);
+        final KTable<String, String> right = rightHistory == null
+            ? table(builder, "right", "right-store", p.bool("right_caching", true))
+            : versionedTable(builder, "right", "right-store", rightHistory);
         final boolean materialized = p.bool("materialized", false);
         final boolean resultCaching = p.bool("result_caching", true);
         final KTable<String, String> result;
@@ -204,7 +219,14 @@ final class Joins {
                 default -> left.outerJoin(right, JOINER);
             };
         }
-        return tableResult(builder, result, materialized);
+        final Built b = tableResult(builder, result, materialized);
+        if (leftHistory != null) {
+            b.stores.put("left-store", "versioned");
+        }
+        if (rightHistory != null) {
+            b.stores.put("right-store", "versioned");
+        }
+        return b;
     }
 
     /**
@@ -246,6 +268,14 @@ final class Joins {
 
     static KTable<String, String> table(final StreamsBuilder builder, final String topic, final String store, final boolean caching) {
         return builder.table(topic, Consumed.with(Serdes.String(), Serdes.String()), stringStore(store, caching));
+    }
+
+    /** A table kept in a versioned store (RocksDB, the only kind Kafka Streams has) of {@code history} ms. */
+    static KTable<String, String> versionedTable(final StreamsBuilder builder, final String topic, final String store,
+                                                 final long history) {
+        return builder.table(topic, Consumed.with(Serdes.String(), Serdes.String()),
+            Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore(store, Duration.ofMillis(history)))
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
     }
 
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> stringStore(final String name, final boolean caching) {

@@ -51,6 +51,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
@@ -480,6 +482,7 @@ public final class Oracle {
         }
     }
 
+    @SuppressWarnings("unchecked")
     static void dumpStore(final TopologyTestDriver driver, final String name, final String kind,
                           final TreeSet<String> keys, final ArrayNode lines) {
         final List<ObjectNode> entries = new ArrayList<>();
@@ -504,6 +507,17 @@ public final class Oracle {
                         final KeyValue<Windowed<String>, ValueAndTimestamp<Object>> kv = it.next();
                         final ObjectNode e = storeEntry(name, kv.key, kv.value.value());
                         e.put("ts", kv.value.timestamp());
+                        entries.add(e);
+                    }
+                }
+            }
+            case "versioned" -> {
+                final VersionedKeyValueStore<String, Object> store = driver.getVersionedKeyValueStore(name);
+                for (final String key : keys) {
+                    final VersionedRecord<Object> latest = store.get(key);
+                    if (latest != null) {
+                        final ObjectNode e = storeEntry(name, key, latest.value());
+                        e.put("ts", latest.timestamp());
                         entries.add(e);
                     }
                 }
