@@ -74,10 +74,11 @@ def extensions() -> list:
     try:
         from mypyc.build import mypycify
 
-        # an isolated build has the modules' dependencies missing: their types are then Any
+        # an isolated build has the modules' dependencies missing: their types are then Any;
+        # no incremental cache (after a change of the sources mypyc could fail on a stale one)
         with contextlib.redirect_stdout(report):
-            return mypycify(["--ignore-missing-imports", *SOURCES], opt_level="3",
-                            group_name="kspark._core")
+            return mypycify(["--ignore-missing-imports", "--cache-dir", os.devnull, *SOURCES],
+                            opt_level="3", group_name="kspark._core")
     except (Exception, SystemExit) as exc:  # mypy missing, or the type check failed
         errors = " | ".join(report.getvalue().splitlines()[:5])
         pure(f"mypyc could not translate the modules ({type(exc).__name__}: {exc}; {errors})"

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 import pandas as pd
-from kafka_streams_anchor import run_test_driver
+from kafka_streams_anchor import add_driver_options, run_test_driver
 from machine import Steal, load_text
 from pure_python import add_option, core_mode, run_pure
 from session_workload import load_gen, session_count_topology
@@ -131,11 +131,7 @@ def main() -> None:
                         help="also the driver's floor: a source into a sink, a key-value count")
     parser.add_argument("--parts", action="store_true",
                         help="also the count on update without its changelog, its sink, both")
-    parser.add_argument("--kafka-streams", action="store_true",
-                        help="also Kafka Streams' own TopologyTestDriver on the same records")
-    parser.add_argument("--kafka-streams-store", choices=["rocksdb", "in_memory"],
-                        default="rocksdb", help="Kafka Streams' DSL store type (its default: "
-                        "rocksdb; kspark's stores are in memory)")
+    add_driver_options(parser)
     add_option(parser)
     args = parser.parse_args()
     print(core_mode())

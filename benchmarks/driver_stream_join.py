@@ -35,7 +35,7 @@ import time
 import zlib
 
 import join_workload as w
-from kafka_streams_anchor import JVM_OPTIONS, run_test_driver
+from kafka_streams_anchor import JVM_OPTIONS, add_driver_options, run_test_driver
 from machine import Steal, load_text
 from pure_python import add_option, core_mode, run_pure
 
@@ -97,11 +97,7 @@ def main() -> None:
                         help="JoinWindows' time difference (default 10 s)")
     parser.add_argument("--grace-ms", type=int, default=w.GRACE_MS,
                         help="JoinWindows' grace (default 1 s)")
-    parser.add_argument("--kafka-streams", action="store_true",
-                        help="also Kafka Streams' own TopologyTestDriver on the same records")
-    parser.add_argument("--kafka-streams-store", choices=["rocksdb", "in_memory"],
-                        default="rocksdb", help="Kafka Streams' DSL store type (its default: "
-                        "rocksdb; kspark's stores are in memory)")
+    add_driver_options(parser)
     add_option(parser)
     args = parser.parse_args()
     print(core_mode())

@@ -76,6 +76,7 @@ from kafka_streams_anchor import (
 )
 from machine import Steal, load_text
 from pure_python import core_mode
+from spark_engines import run_app
 from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
@@ -158,15 +159,8 @@ def _kspark_throughput(args: argparse.Namespace, bootstrap: str, spark: Any, wor
         _kspark_warm_up(args, bootstrap, spark, workdir)
     app = kspark_app(bootstrap, spark, workdir, True, args.per_trigger)
     steal = Steal()
-    started = time.time()
-    app.start()
-    try:
-        app.process_all_available()
-        elapsed = time.time() - started
-        progress = [p for p in app.query.recentProgress if p["numInputRows"]]
-        metrics = app.metrics()
-    finally:
-        app.stop()
+    elapsed, progress, metrics = run_app(app)
+    progress = [p for p in progress if p["numInputRows"]]
     batches_s = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
     result = {"rate": n / elapsed, "elapsed": elapsed, "dropped": metrics["dropped-records-total"],
               "steal": Steal.text(steal.fraction()), "load": load_text(),

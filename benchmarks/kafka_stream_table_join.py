@@ -49,7 +49,7 @@ from kafka_job import PARTITIONS, make_producer, send
 from kafka_streams_anchor import prepare_coordinators
 from machine import Steal, load_text
 from pure_python import core_mode
-from spark_engines import session_text
+from spark_engines import run_app, session_text
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
 from kspark import Materialized, StreamsBuilder, io, serdes
@@ -109,15 +109,8 @@ def run(spark: Any, bootstrap: str, workdir: str, app_id: str, table: str, strea
     app = StreamsApp(topology(table, stream, output), app_id, topics, spark=spark,
                      checkpoint_dir=os.path.join(workdir, f"{app_id}-checkpoint"), config=config)
     steal = Steal()
-    started = time.time()
-    app.start()
-    try:
-        app.process_all_available()
-        elapsed = time.time() - started
-        progress = [p for p in app.query.recentProgress if p["numInputRows"]]
-        metrics = app.metrics()
-    finally:
-        app.stop()
+    elapsed, progress, metrics = run_app(app)
+    progress = [p for p in progress if p["numInputRows"]]
     batches_s = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
     return {"elapsed": elapsed, "batches_s": batches_s, "progress": progress,
             "metrics": metrics, "steal": Steal.text(steal.fraction()), "load": load_text()}

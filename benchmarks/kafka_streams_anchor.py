@@ -68,6 +68,16 @@ def run_main(main_class: str, *args: str) -> list[str]:
     return proc.stdout.splitlines()
 
 
+def add_driver_options(parser: Any) -> None:
+    """The options of a test-driver benchmark that runs Kafka Streams' own driver too:
+    ``--kafka-streams`` and ``--kafka-streams-store``."""
+    parser.add_argument("--kafka-streams", action="store_true",
+                        help="also Kafka Streams' own TopologyTestDriver on the same records")
+    parser.add_argument("--kafka-streams-store", choices=["rocksdb", "in_memory"],
+                        default="rocksdb", help="Kafka Streams' DSL store type (its default: "
+                        "rocksdb; kspark's stores are in memory)")
+
+
 def run_test_driver(main_class: str, rows: Iterable[tuple[Any, ...]], *args: str
                     ) -> list[list[str]]:
     """Run ``kspark.anchor.<main_class>``, a benchmark in Kafka Streams' own

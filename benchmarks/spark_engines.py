@@ -1,13 +1,15 @@
-"""What the benchmarks of kspark against Spark's native operators share (``spark_vs_native.py``,
-``spark_join_vs_native.py``): each engine measured in a process of its own (its own Spark driver
-JVM, JIT and Python workers), started as the benchmark's own script with ``--engine NAME``, which
-prints one :data:`RESULT` line of JSON per run; and each engine's Spark settings."""
+"""What the benchmarks of kspark on Spark share (``spark_vs_native.py``,
+``spark_join_vs_native.py``, ``kafka_stream_table_join.py``): each engine measured in a process
+of its own (its own Spark driver JVM, JIT and Python workers), started as the benchmark's own
+script with ``--engine NAME``, which prints one :data:`RESULT` line of JSON per run; each
+engine's Spark settings; a kspark app run to the end of its input, timed."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 #: how an engine's process hands its figures to the benchmark's
@@ -61,3 +63,24 @@ def run_engine(script: str, engine: str, argv: list[str], verbose: bool = False
     if proc.returncode != 0:
         sys.exit(f"the {engine} run failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return results
+
+
+def run_app(app: Any, verbose: bool = False) -> tuple[float, list[dict[str, Any]], dict[str, int]]:
+    """Start ``app`` (a ``StreamsApp``), process all its input and stop it: the seconds from
+    ``start()`` to all processed, the query's progress reports and the app's metrics. With
+    ``verbose``, prints how long ``start()`` took and each micro-batch's timings."""
+    t0 = time.perf_counter()
+    app.start()
+    started = time.perf_counter() - t0
+    try:
+        app.process_all_available()
+    finally:
+        elapsed = time.perf_counter() - t0
+        progress = app.query.recentProgress if app.query is not None else []
+        metrics = app.metrics()
+        app.stop()
+    if verbose:
+        print(f"  kspark: start() {started:.2f}s")
+        for p in progress:
+            print(f"  kspark batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
+    return elapsed, progress, metrics

@@ -12,9 +12,12 @@ trigger):
 
 - native: ``impressions.withWatermark("t", grace).join(clicks.withWatermark("ct", grace),
   expr("key = ckey AND ct BETWEEN t - INTERVAL diff AND t + INTERVAL diff"), "inner" or
-  "leftOuter")``, append mode, memory sink, RocksDB state, no-data micro-batches on (Spark's
-  default: a left outer join emits the unmatched rows a watermark closes in the next
-  micro-batch, with or without data);
+  "leftOuter")``, append mode, memory sink, no-data micro-batches on (Spark's default: a left
+  outer join emits the unmatched rows a watermark closes in the next micro-batch, with or
+  without data); run twice (``--native-state``): with RocksDB state, the provider kspark's
+  ``transformWithState`` stage must use and Spark's choice for large state, and with the
+  HDFS-backed provider (all state in the JVM's memory), native's fastest on this workload's
+  small state;
 - kspark: a ``StreamsApp`` of ``impressions.join(clicks, joiner,
   JoinWindows.of_time_difference_and_grace(diff, grace))`` (``left_join`` with ``--kind
   left``), inputs ``kspark.io.files(format="parquet", key_field="key", timestamp_field="ts",
@@ -59,7 +62,7 @@ import pandas as pd
 import spark_engines
 from machine import Steal, WorkerMemory
 from pure_python import core_mode
-from spark_engines import engine_spark_conf, print_result, session_text
+from spark_engines import engine_spark_conf, print_result, run_app, session_text
 from spark_floor import FLOORS, install
 
 from kspark.hashing import kafka_partition
@@ -67,6 +70,8 @@ from kspark.hashing import kafka_partition
 VERBOSE = False
 #: where inputs and scratch files go
 BENCH = os.path.join(tempfile.gettempdir(), "kspark-bench")
+#: Spark's in-memory state store provider (native only: kspark's transformWithState needs RocksDB)
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 #: the last micro-batch of ``--kind left``: this much later than the rest
 FLUSH_AFTER_MS = 3_600_000
 COLUMNS = {w.IMPRESSIONS: {"n": "slot"}, w.CLICKS: {"n": "x", "m": "y"}}
@@ -248,24 +253,11 @@ def run_kspark(spark: Any, path: str, args: argparse.Namespace, config: dict[str
     topics["joined"] = out
     app = StreamsApp(topology(args.kind, args.diff_ms, args.grace_ms), "bench-join", topics,
                      spark=spark, config=config, checkpoint_dir=f"{work}/ck")
-    t0 = time.perf_counter()
-    app.start()
-    started = time.perf_counter() - t0
-    try:
-        app.process_all_available()
-    finally:
-        elapsed = time.perf_counter() - t0
-        progress = app.query.recentProgress if app.query is not None else []
-        app.stop()
-    if VERBOSE:
-        print(f"  kspark: start() {started:.2f}s")
-        for p in progress:
-            print(f"  kspark batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
+    elapsed, _, metrics = run_app(app, VERBOSE)
     values = [json.loads(r["value"]) for r in out.read_records()]
     pairs = encode(np.array([v["imp"] for v in values], dtype=np.int64),
                    np.array([-1 if v["click"] is None else v["click"] for v in values],
                             dtype=np.int64))
-    metrics = app.metrics()
     return elapsed, pairs, {"dropped": metrics["dropped-records-total"],
                             "batches_run": metrics["batches"]}
 
@@ -281,12 +273,16 @@ def measure_engine(args: argparse.Namespace) -> None:
     # the joiner goes to the executors' Python workers by value (they cannot import the
     # benchmark's modules)
     cloudpickle.register_pickle_by_value(w)
-    spark = local_spark("local[2]", engine_spark_conf(args.engine, args.spark_conf))
+    native = args.engine.startswith("native")
+    extra = args.spark_conf + ([f"spark.sql.streaming.stateStore.providerClass={HDFS}"]
+                               if args.engine == "native-hdfs" else [])
+    spark = local_spark("local[2]", engine_spark_conf("native" if native else args.engine,
+                                                      extra))
     config = dict(kv.split("=", 1) for kv in args.conf)
     if args.engine == "floor":
         install(args.floor)
     print(f"config: Spark session: {session_text(spark)}")
-    if args.engine == "native":
+    if native:
         print(f"config: native {'inner' if args.kind == 'inner' else 'leftOuter'} join, "
               f"watermarks {args.grace_ms} ms on both sides, bound +-{args.diff_ms} ms, "
               f"append mode, memory sink, shuffle partitions {args.partitions}, no-data "
@@ -301,7 +297,7 @@ def measure_engine(args: argparse.Namespace) -> None:
     def run(path: str) -> dict[str, Any]:
         steal = Steal()
         with WorkerMemory() as memory:
-            if args.engine == "native":
+            if native:
                 elapsed, pairs, batches = run_native(spark, path, args)
                 figures: dict[str, Any] = {"batches_run": batches, "dropped": 0}
             else:
@@ -335,13 +331,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=250_000,
                         help="records of each engine's unmeasured warm-up runs (0: none)")
     parser.add_argument("--skip-native", action="store_true")
+    parser.add_argument("--native-state", default="rocksdb,hdfs",
+                        help="native's state store providers, each a run of its own: rocksdb "
+                        "(kspark's, Spark's for large state) and/or hdfs (in memory, "
+                        "native's fastest on this workload)")
     parser.add_argument("--floor", choices=FLOORS,
                         help="also Spark's floor for kspark's query (benchmarks/spark_floor.py)")
     parser.add_argument("--conf", action="append", default=[], help="extra kspark config k=v")
     parser.add_argument("--spark-conf", action="append", default=[],
                         help="extra Spark setting k=v of both engines' sessions")
     parser.add_argument("--verbose", action="store_true", help="print each micro-batch's timings")
-    parser.add_argument("--engine", choices=["native", "kspark", "floor"],
+    parser.add_argument("--engine", choices=["native", "native-hdfs", "kspark", "floor"],
                         help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -399,47 +399,48 @@ def main() -> None:
     print("each run of an engine is a process of its own (Spark driver JVM, Python workers), "
           f"{warmup}; runs alternate between engines")
     argv = sys.argv[1:]
-    summary = []
+    natives = [] if args.skip_native else [
+        {"rocksdb": "native", "hdfs": "native-hdfs"}[x] for x in args.native_state.split(",")]
+    summary: list[tuple[int, str, float, float, list[tuple[str, float, float]]]] = []
     all_ok = True
     for rep in range(args.repeat):
         runs: dict[str, dict[str, Any]] = {}
-        engines = ([] if args.skip_native else ["native"]) + ["kspark"] + (
-            ["floor"] if args.floor else [])
+        engines = natives + ["kspark"] + (["floor"] if args.floor else [])
         for engine in engines:
             (r,) = spark_engines.run_engine(__file__, engine, argv, VERBOSE)
             r["pairs"] = load_pairs(r["pairs"])
             runs[engine] = r
-            name = {"native": "native stream-stream join", "kspark": "kspark",
+            name = {"native": "native stream-stream join (RocksDB state)",
+                    "native-hdfs": "native stream-stream join (HDFS-backed state, in memory)",
+                    "kspark": "kspark",
                     "floor": f"Spark's floor for kspark's query ({args.floor})"}[engine]
             print(f"[run {rep + 1}] {name}: {r['elapsed']:.2f}s {n / r['elapsed']:,.0f} rec/s; "
                   f"micro-batches {r['batches_run']}; dropped {r['dropped']}; "
                   f"{Steal.text(r['steal'])}; {r['memory']}")
-        for engine in ("native", "kspark"):
-            if engine in runs:
-                ok, text = check(engine, runs[engine]["pairs"], expected, args.kind)
-                all_ok &= ok
-                print(f"  {text}")
-        if "native" in runs:
-            same = np.array_equal(runs["native"]["pairs"], runs["kspark"]["pairs"])
+        for engine in (*natives, "kspark"):
+            ok, text = check(engine, runs[engine]["pairs"], expected, args.kind)
+            all_ok &= ok
+            print(f"  {text}")
+        for native in natives:
+            same = np.array_equal(runs[native]["pairs"], runs["kspark"]["pairs"])
             all_ok &= same
             print(f"  outputs: {'EQUAL' if same else 'DIFFERENT'} sets of "
                   f"{'pairs' if args.kind == 'inner' else 'pairs and unmatched impressions'} "
-                  f"(native {len(runs['native']['pairs']):,}, kspark "
+                  f"({native} {len(runs[native]['pairs']):,}, kspark "
                   f"{len(runs['kspark']['pairs']):,} output records)")
         if "floor" in runs and len(runs["floor"]["pairs"]):
             sys.exit("the floor run wrote records: its processor was not the floor's")
-        native_rate = n / runs["native"]["elapsed"] if "native" in runs else None
         for engine in ("kspark", "floor"):
             if engine in runs:
-                summary.append((rep + 1, engine, n / runs[engine]["elapsed"], native_rate,
+                summary.append((rep + 1, engine, n / runs[engine]["elapsed"],
                                 runs[engine]["steal"],
-                                runs.get("native", {}).get("steal")))
+                                [(x, n / runs[x]["elapsed"], runs[x]["steal"])
+                                 for x in natives]))
     print(f"summary ({args.kind} join, records/s):")
-    for rep, engine, rate, native_rate, steal, native_steal in summary:
-        ratio = "" if native_rate is None else (
-            f"  native {native_rate:>10,.0f}  {engine}/native {rate / native_rate:.2f}x")
-        print(f"  run {rep} {engine:<7} {rate:>10,.0f}{ratio}  ({Steal.text(steal)}"
-              + ("" if native_rate is None else f", native's {Steal.text(native_steal)}") + ")")
+    for rep, engine, rate, steal, against in summary:
+        ratios = "".join(f"  {x} {x_rate:>10,.0f}: {engine}/{x} {rate / x_rate:.2f}x "
+                         f"({Steal.text(x_steal)})" for x, x_rate, x_steal in against)
+        print(f"  run {rep} {engine:<7} {rate:>10,.0f} ({Steal.text(steal)}){ratios}")
     print("outputs of every run: " + ("AGREE with each other and the reference" if all_ok
                                       else "DIFFER (see above)"))
 

@@ -54,7 +54,7 @@ import spark_engines
 from machine import Steal, WorkerMemory
 from pure_python import core_mode
 from session_workload import load_gen, session_count_topology
-from spark_engines import RESULT, engine_spark_conf
+from spark_engines import RESULT, engine_spark_conf, run_app
 from spark_floor import FLOORS, install
 from spark_stages import UI_CONF, print_stage_summary, stage_ids
 
@@ -155,20 +155,7 @@ def run_kspark(spark: Any, gen: Any, path: str, on_close: bool, partitions: int,
         config=config,
         checkpoint_dir=f"{work}/ck",
     )
-    t0 = time.perf_counter()
-    app.start()
-    started = time.perf_counter() - t0
-    try:
-        app.process_all_available()
-    finally:
-        elapsed = time.perf_counter() - t0
-        progress = app.query.recentProgress if app.query is not None else []
-        app.stop()
-    if VERBOSE:
-        print(f"  kspark: start() {started:.2f}s")
-        for p in progress:
-            print(f"  kspark batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
-    metrics = app.metrics()
+    elapsed, _, metrics = run_app(app, VERBOSE)
     rows = pd.DataFrame(out.read_records(), columns=["key", "value", "timestamp", "partition"])
     last = rows.drop_duplicates("key", keep="last")
     return elapsed, {

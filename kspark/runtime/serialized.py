@@ -9,36 +9,75 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from kspark.records import Headers, RecordMetadata
 
 
-@dataclass(slots=True)
 class SourceRecord:
-    """A serialized input record and where it came from."""
+    """A serialized input record and where it came from (a plain class: its ``__init__``
+    compiled, as a dataclass's would not be)."""
 
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers = ()
+    __slots__ = ("headers", "key", "offset", "partition", "timestamp", "topic", "value")
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int,
+                 key: bytes | None, value: bytes | None, headers: Headers = ()) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.topic, self.partition, self.offset, self.timestamp, self.key, self.value,
+                self.headers)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SourceRecord):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return ("SourceRecord(topic={!r}, partition={!r}, offset={!r}, timestamp={!r}, "
+                "key={!r}, value={!r}, headers={!r})".format(*self._fields()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return SourceRecord, self._fields()
 
 
-@dataclass(slots=True)
 class OutputRecord:
     """A serialized record written by a sink (or a changelog / dead-letter record);
     ``partition``: the partition its sink's partitioner chose (``None``: by key)."""
 
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
-    headers: Headers = ()
-    partition: int | None = None
+    __slots__ = ("headers", "key", "partition", "timestamp", "topic", "value")
+
+    def __init__(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+                 headers: Headers = (), partition: int | None = None) -> None:
+        self.topic = topic
+        self.key = key
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = headers
+        self.partition = partition
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.topic, self.key, self.value, self.timestamp, self.headers, self.partition)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OutputRecord):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return ("OutputRecord(topic={!r}, key={!r}, value={!r}, timestamp={!r}, headers={!r}, "
+                "partition={!r})".format(*self._fields()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return OutputRecord, self._fields()
 
 
 @dataclass(slots=True)

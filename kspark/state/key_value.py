@@ -52,8 +52,9 @@ class InMemoryKeyValueStore(StoreBase):
         data = self._bucket_for(key, create=False)
         return None if data is None else data.get(key)
 
-    def get(self, key: Any) -> Any:
-        """The value of ``key``, or ``None``."""
+    def _lookup(self, key: Any) -> tuple[Any, int] | None:
+        """``key``'s ``(value, timestamp)`` (the reads' fast path: a str key's bucket from the
+        memo, the bucket from memory)."""
         bucket = self._bucket_memo.get(key) if type(key) is str else None
         if bucket is None:
             if key is None:
@@ -64,13 +65,17 @@ class InMemoryKeyValueStore(StoreBase):
             data = self._bucket(bucket, create=False)
             if data is None:
                 return None
-        entry = data.get(key)
+        entry: tuple[Any, int] | None = data.get(key)
+        return entry
+
+    def get(self, key: Any) -> Any:
+        """The value of ``key``, or ``None``."""
+        entry = self._lookup(key)
         return None if entry is None else entry[0]
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
         """The value of ``key`` with the timestamp of the write that stored it, or ``None``."""
-        self._check_key(key)
-        entry = self._entry(key)
+        entry = self._lookup(key)
         return None if entry is None else ValueAndTimestamp(entry[0], entry[1])
 
     def _current(self, store_key: Any) -> Any:

@@ -58,17 +58,15 @@ import difflib
 import json
 from typing import Any
 
-from kspark_side import _changelog_lines, _key_fields, _store_lines, build
+from kspark_side import build, run
 from oracle_cases import to_oracle
 
-from kspark import TopologyTestDriver, serdes
+from kspark import TopologyTestDriver
 from kspark.state.internals.changelog import ChangelogCodec
 
 #: the join shapes whose stores keep changelogs (a global join's store has none: its topic is
 #: its changelog)
 RESTARTED_SHAPES = ("stream_join", "stream_table_join", "table_join", "fk_join")
-#: the oracle's ``application.id`` (``ByteCompat.APPLICATION_ID``)
-APPLICATION_ID = "kspark-oracle"
 
 
 # -- the parts of a case --------------------------------------------------------------------------
@@ -124,40 +122,10 @@ def kspark_restore_and_run(case: dict[str, Any], logs: dict[str, list[dict]]) ->
     """kspark's lines for ``case`` run after every logged store of its topology is restored
     from ``logs``, in the oracle's form (as ``kspark_side.run``, but with ``"changelogs": true``
     the changelog of every logged store of the topology, as the oracle prints a join shape's:
-    ``kspark_side.Built.stores`` may name fewer)."""
-    built = build(case)
-    lines: list[dict[str, Any]] = []
-    keys: set[str] = set()
-    # the oracle's application id: it names the repartition topics, which a join buffer's
-    # records hold (their record context)
-    with TopologyTestDriver(built.topology, initial_wall_clock_ms=0,
-                            config={"application.id": APPLICATION_ID}) as driver:
-        restore_in_driver(driver, built.topology, logs)
-        inputs = {topic: driver.create_input_topic(topic, serdes.String(), serde)
-                  for topic, serde in built.inputs.items()}
-        out = driver.create_output_topic("out", built.out_key, built.out_value)
-
-        def drain() -> None:
-            for rec in out.read_records_to_list():
-                lines.append({"kind": "record", **_key_fields(rec.key), "value": rec.value,
-                              "ts": rec.timestamp, "tombstone": rec.value is None})
-
-        for item in case.get("inputs") or ():
-            if "advance_wall_clock" in item:
-                driver.advance_wall_clock_time(item["advance_wall_clock"])
-            else:
-                if item.get("key") is not None:
-                    keys.add(item["key"])
-                inputs[item.get("topic", "in")].pipe_input(item.get("key"), item.get("value"),
-                                                           item["ts"])
-            drain()
-        drain()
-        if case.get("changelogs"):
-            logged = [name for name, b in built.topology.store_builders.items() if b.logging]
-            lines.extend(_changelog_lines(driver, dict.fromkeys(logged, "logged")))
-        for name, kind in built.stores.items():
-            lines.extend(_store_lines(driver, name, kind, keys))
-    return lines
+    ``kspark_side.Built.stores`` may name fewer). The application id is the oracle's: it names
+    the repartition topics, which a join buffer's records hold (their record context)."""
+    return run(case, every_changelog=True,
+               before=lambda driver, built: restore_in_driver(driver, built.topology, logs))
 
 
 # -- comparison -----------------------------------------------------------------------------------

@@ -365,14 +365,20 @@ def _changelog_lines(driver: TopologyTestDriver, stores: dict[str, str]) -> list
     return lines
 
 
-def run(case: dict[str, Any]) -> list[dict[str, Any]]:
+def run(case: dict[str, Any], *,
+        before: Callable[[TopologyTestDriver, Built], None] | None = None,
+        every_changelog: bool = False) -> list[dict[str, Any]]:
     """kspark's lines for ``case``, in the oracle's normalised form (with ``"changelogs":
-    true``, the changelog records between the output records and the stores, as the oracle)."""
+    true``, the changelog records between the output records and the stores, as the oracle:
+    of the stores ``Built.stores`` names, or with ``every_changelog`` of every logged store).
+    ``before(driver, built)`` runs before the first input (a restart restores stores there)."""
     built = build(case)
     lines: list[dict[str, Any]] = []
     keys: set[str] = set()
     with TopologyTestDriver(built.topology, initial_wall_clock_ms=0,
                             config={"application.id": "kspark-oracle"}) as driver:
+        if before is not None:
+            before(driver, built)
         inputs = {topic: driver.create_input_topic(topic, serdes.String(), serde)
                   for topic, serde in built.inputs.items()}
         out = driver.create_output_topic("out", built.out_key, built.out_value)
@@ -396,7 +402,9 @@ def run(case: dict[str, Any]) -> list[dict[str, Any]]:
             drain()
         drain()
         if case.get("changelogs"):
-            lines.extend(_changelog_lines(driver, built.stores))
+            logged = ({name: "logged" for name, b in built.topology.store_builders.items()
+                       if b.logging} if every_changelog else built.stores)
+            lines.extend(_changelog_lines(driver, logged))
         for name, kind in built.stores.items():
             lines.extend(_store_lines(driver, name, kind, keys))
     return lines

@@ -74,6 +74,17 @@ def run_spark(
     return {t: s.records() for t, s in sinks.items()}, app
 
 
+def final_table(records: Records) -> dict[Any, Any]:
+    """The last value of each key of a table's update stream (a ``None`` value deletes)."""
+    table: dict[Any, Any] = {}
+    for key, value, _ in records:
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    return table
+
+
 def batch_chunks(records: Records, batches: int) -> list[Records]:
     """``records`` cut as :func:`run_spark` cuts a topic into its micro-batches' files."""
     per_file = max(1, -(-len(records) // batches))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from spark_harness import final_table as last_values
 from spark_harness import run_driver, run_spark
 
 from kspark import Materialized, SessionWindows, StreamsBuilder, TimeWindows, serdes
@@ -108,12 +109,7 @@ def final_table(records, topic=None):
     """The last value per key. For ``region-total`` a zero sum counts as absent: with caching
     a change that is added and subtracted within one commit never reaches the group at all,
     while per-record commits leave the group at 0 (both are Kafka Streams' behaviour)."""
-    table = {}
-    for key, value, _ in records:
-        if value is None:
-            table.pop(key, None)
-        else:
-            table[key] = value
+    table = last_values(records)
     if topic == "region-total":
         table = {k: v for k, v in table.items() if v != 0}
     return table

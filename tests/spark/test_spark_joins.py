@@ -12,7 +12,13 @@ from __future__ import annotations
 import random
 
 import pytest
-from spark_harness import batch_chunks, run_driver_in_order, run_spark, spark_order
+from spark_harness import (
+    batch_chunks,
+    final_table,
+    run_driver_in_order,
+    run_spark,
+    spark_order,
+)
 
 from kspark import Joined, JoinWindows, Materialized, StreamsBuilder, serdes
 
@@ -85,16 +91,6 @@ def random_input(seed: int, n: int = 160) -> dict[str, list]:
             "regions": [(page, {"v": i}, i) for i, page in enumerate(pages)],
             "accounts": table(users, n // 4, 1_700),
             "levels": levels}
-
-
-def final_table(records):
-    table = {}
-    for key, value, _ in records:
-        if value is None:
-            table.pop(key, None)
-        else:
-            table[key] = value
-    return table
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -171,7 +171,24 @@ class MapValue:
         return None if value is None else self.mapper(value)
 
 
-class TableValueProcessor(Processor):
+class MaterializingProcessor(Processor):
+    """A table operator that may keep its results in a store (``store_name``; ``None``: it
+    keeps none): ``writer``, a :class:`TableWriter` over it, sending old values as ``old``
+    says."""
+
+    def __init__(self, old: Any, store_name: str | None) -> None:
+        self.old = old
+        self.store_name = store_name
+        self.writer: TableWriter | None = None
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        if self.store_name is not None:
+            self.writer = TableWriter(context, context.get_state_store(self.store_name),
+                                      self.old)
+
+
+class TableValueProcessor(MaterializingProcessor):
     """``KTable.filter`` (``compute`` a :class:`FilterValue`) and ``map_values``
     (:class:`MapValue`): computes each change's new value, and its old one when old values are
     sent; optionally materialized in a store. A filter does not forward a change from nothing
@@ -180,17 +197,9 @@ class TableValueProcessor(Processor):
 
     def __init__(self, compute: Callable[[Any, Any], Any], old: Any,
                  store_name: str | None = None) -> None:
+        super().__init__(old, store_name)
         self.compute = compute
-        self.old = old
-        self.store_name = store_name
         self.skip_empty = isinstance(compute, FilterValue)
-        self.writer: TableWriter | None = None
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        if self.store_name is not None:
-            self.writer = TableWriter(context, context.get_state_store(self.store_name),
-                                      self.old)
 
     def process(self, record: Record) -> None:
         update: Change = record.value

@@ -68,14 +68,25 @@ class ValueGetterSupplier(ABC):
         """The getter, over the stores of ``context``'s task."""
 
 
-class _StoreGetter:
+class _LatestGetter:
+    """A getter of a table that is not versioned: as of any time, its current value."""
+
     versioned = False
 
     def __init__(self, store: Any) -> None:
-        self.get = store.get_with_timestamp
+        self.store = store
+
+    def get(self, key: Any) -> ValueAndTimestamp | None:
+        raise NotImplementedError
 
     def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
         return self.get(key)
+
+
+class _StoreGetter(_LatestGetter):
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.get = store.get_with_timestamp  # type: ignore[method-assign]  # one call a lookup
 
 
 class _VersionedGetter:
@@ -277,29 +288,13 @@ class SuppressedView(TableView):
         return self.parent.enable_sending_old_values(force_materialization)
 
 
-class _WindowGetter:
-    versioned = False
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
-        return self.get(key)
-
+class _WindowGetter(_LatestGetter):
     def get(self, key: Any) -> ValueAndTimestamp | None:
         found = self.store.fetch_with_timestamp(key.key, key.window.start)
         return None if found is None else ValueAndTimestamp(found.value, found.timestamp)
 
 
-class _SessionGetter:
-    versioned = False
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp | None:
-        return self.get(key)
-
+class _SessionGetter(_LatestGetter):
     def get(self, key: Any) -> ValueAndTimestamp | None:
         value = self.store.fetch_session(key.key, key.window.start, key.window.end)
         return None if value is None else ValueAndTimestamp(value, key.window.end)

@@ -100,10 +100,9 @@ class SubscriptionSendProcessor(Processor):
                                     record.timestamp, record.headers))
 
 
-class SubscriptionReceiveProcessor(Processor):
-    """Keeps (or removes) each subscription in the subscription store and passes on
-    ``(foreign key, left key) -> Change((subscription, ts), previous)``; a subscription without
-    a foreign key passes only when it asks for an answer anyway."""
+class _SubscriptionStoreProcessor(Processor):
+    """A processor of the subscription store, whose keys combine a foreign key's and a left
+    key's bytes (``fk_serde``, ``pk_serde``: their serdes, the app's default if not given)."""
 
     def __init__(self, store_name: str, foreign_key_serde: Any, key_serde: Any) -> None:
         self.store_name = store_name
@@ -114,7 +113,17 @@ class SubscriptionReceiveProcessor(Processor):
         super().init(context)
         self.store = context.get_state_store(self.store_name)
         self.fk_bytes = _resolve(self.foreign_key_serde, context.key_serde()).serialize
-        self.pk_bytes = _resolve(self.key_serde, context.key_serde()).serialize
+        self.pk_serde = _resolve(self.key_serde, context.key_serde())
+
+
+class SubscriptionReceiveProcessor(_SubscriptionStoreProcessor):
+    """Keeps (or removes) each subscription in the subscription store and passes on
+    ``(foreign key, left key) -> Change((subscription, ts), previous)``; a subscription without
+    a foreign key passes only when it asks for an answer anyway."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.pk_bytes = self.pk_serde.serialize
 
     def process(self, record: Record) -> None:
         fk, subscription = record.key, record.value
@@ -172,20 +181,13 @@ class SubscriptionJoinProcessor(Processor):
                                     ts, record.headers))
 
 
-class ForeignTableJoinProcessor(Processor):
+class ForeignTableJoinProcessor(_SubscriptionStoreProcessor):
     """A right row's change answers every subscription to its key (in the store's key
     order), at the change's timestamp."""
 
-    def __init__(self, store_name: str, foreign_key_serde: Any, key_serde: Any) -> None:
-        self.store_name = store_name
-        self.foreign_key_serde = foreign_key_serde
-        self.key_serde = key_serde
-
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store = context.get_state_store(self.store_name)
-        self.fk_bytes = _resolve(self.foreign_key_serde, context.key_serde()).serialize
-        self.pk_of = _resolve(self.key_serde, context.key_serde()).deserialize
+        self.pk_of = self.pk_serde.deserialize
 
     def process(self, record: Record) -> None:
         if record.key is None:

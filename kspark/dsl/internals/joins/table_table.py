@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kspark.dsl.internals.processors import TableWriter, drop_null
+from kspark.dsl.internals.processors import MaterializingProcessor, drop_null
 from kspark.dsl.internals.table_views import ValueGetter, ValueGetterSupplier
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.records import Change, Record, ValueAndTimestamp, change, event_time
@@ -86,20 +86,9 @@ class TableTableJoinProcessor(Processor):
         self.context.forward(Record(key, change(new_out, old_out), ts, record.headers))
 
 
-class TableJoinMergeProcessor(Processor):
+class TableJoinMergeProcessor(MaterializingProcessor):
     """Forwards both sides' results; materialized, keeps them in its store first (and forwards
     through it, so caching combines them)."""
-
-    def __init__(self, old: Any, store_name: str | None) -> None:
-        self.old = old
-        self.store_name = store_name
-        self.writer: TableWriter | None = None
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        if self.store_name is not None:
-            self.writer = TableWriter(context, context.get_state_store(self.store_name),
-                                      self.old)
 
     def process(self, record: Record) -> None:
         update: Change = record.value
