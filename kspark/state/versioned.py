@@ -163,7 +163,15 @@ class InMemoryVersionedKeyValueStore(StoreBase):
         if versions is None:
             versions = data[key] = []
         i = bisect_right(versions, ts, key=_stamp)
-        if i > 0 and versions[i - 1][0] == ts:
+        if (value is None and versions and i == len(versions) and versions[-1][0] == ts
+                and versions[-1][1] is not None
+                and (len(versions) == 1 or versions[-2][1] is None)):
+            # a tombstone at the latest value's own timestamp deletes it without a trace when
+            # no earlier value ends there (Kafka Streams drops the latest value, and no segment
+            # keeps the time): an older value put later becomes the latest
+            del versions[-1]
+            i -= 1
+        elif i > 0 and versions[i - 1][0] == ts:
             versions[i - 1] = (ts, value)  # the same timestamp: replaced
         else:
             versions.insert(i, (ts, value))

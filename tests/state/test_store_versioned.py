@@ -99,3 +99,20 @@ def test_all_lists_each_keys_latest_value_and_a_view_merges_tasks():
     assert view.get("c") is None and view.get("c", 15) == VersionedRecord("c1", 10, 20)
     with pytest.raises(InvalidStateStoreError):
         view.put("a", "x")  # type: ignore[attr-defined]
+
+
+def test_a_tombstone_at_the_latest_values_own_time_leaves_no_trace_unless_a_value_ends_there():
+    # Kafka Streams drops the latest value and keeps no tombstone: an older value put later
+    # becomes the latest (found by differential fuzzing, pinned in tests/oracle)
+    store = _store()
+    store.put("a", "xy", 511)
+    store.put("a", None, 511)
+    assert store.get("a") is None
+    assert store.put("a", "z", 491) == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+    assert store.get("a") == VersionedRecord("z", 491)
+    # with an earlier value, whose validity ends at that time, the tombstone holds
+    store.put("b", "w", 450)
+    store.put("b", "xy", 511)
+    store.put("b", None, 511)
+    assert store.put("b", "z", 491) == 511
+    assert store.get("b") is None and store.get("b", 495) == VersionedRecord("z", 491, 511)
