@@ -121,6 +121,11 @@ class Serde:
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and _state(self) == _state(other)
 
+    def __ne__(self, other: object) -> bool:
+        # declared, not derived: mypyc derives it for each compiled subclass, and in some
+        # build orders fails to for one in another module (join_stores)
+        return not self == other
+
     def __reduce__(self) -> tuple[Any, ...]:
         # made without __init__, then given every attribute (a subclass's too)
         return copyreg.__newobj__, (type(self),), _state(self)  # type: ignore[attr-defined]

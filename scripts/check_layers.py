@@ -25,11 +25,10 @@ LAYERS: dict[str, int] = {
     "dsl": 5,
     "runtime": 6,
     "testing": 7,
-    "examples": 8,
     "kafka": 8,
     "io": 9,
     "spark": 10,
-    "demo": 11, "cli_store": 11, "cli_run": 11, "cli": 12,
+    "examples": 11, "demo": 11, "cli_store": 11, "cli_run": 11, "cli": 12,
 }
 
 
