@@ -196,6 +196,33 @@ def test_foreign_key_join_follows_a_row_to_its_new_foreign_key():
                    ("o1", None, 14)]
 
 
+def test_join_topologies_travel_pickled_and_run_the_same():
+    # topologies go to Spark's workers through cloudpickle, compiled operators with them
+    from pyspark import cloudpickle
+
+    def build(b):
+        left = b.table("left", S, S, Materialized("l", caching=False))
+        right = b.table("right", S, S)
+        joined = left.join(right, pair).filter(lambda k, v: "z" not in v)
+        joined.left_join(right.map_values(str.upper), pair).to_stream().to("out", S, S)
+        b.stream("stream", S, S).left_join(joined, pair).to("out", S, S)
+
+    records = [("left", "a", "x", 1), ("right", "a", "y", 2), ("stream", "a", "s", 3),
+               ("left", "a", "z", 4), ("stream", "a", "t", 5)]
+    original, copied = StreamsBuilder(), StreamsBuilder()
+    build(original)
+    build(copied)
+    topology = cloudpickle.loads(cloudpickle.dumps(copied.build()))
+    outputs = []
+    for topo in (original.build(), topology):
+        with TopologyTestDriver(topo) as driver:
+            for topic, key, value, ts in records:
+                driver.create_input_topic(topic, S, S).pipe_input(key, value, ts)
+            outputs.append(driver.create_output_topic("out", S, S).read_key_values_to_list())
+    assert outputs[0] == outputs[1]
+    assert ("a", "x+y+Y") in outputs[0] and ("a", "s+x+y") in outputs[0]
+
+
 def test_a_joiner_that_raises_names_the_processor_and_the_record():
     def build(b):
         left, right = b.stream("left", S, S), b.stream("right", S, S)

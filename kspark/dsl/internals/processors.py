@@ -160,6 +160,9 @@ class FilterValue:
             return None
         return value
 
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, it pickles only so
+        return FilterValue, (self.predicate, self.negate)
+
 
 class MapValue:
     """``map_values``' value: ``mapper(value)``; an absent value stays absent."""
@@ -169,6 +172,9 @@ class MapValue:
 
     def __call__(self, key: Any, value: Any) -> Any:
         return None if value is None else self.mapper(value)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, it pickles only so
+        return MapValue, (self.mapper,)
 
 
 class MaterializingProcessor(Processor):

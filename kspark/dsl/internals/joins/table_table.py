@@ -146,6 +146,9 @@ class JoinedGetterSupplier(ValueGetterSupplier):
         return _JoinedGetter(self.kind, self.left.make(context), self.right.make(context),
                              self.joiner)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, it pickles only so
+        return JoinedGetterSupplier, (self.kind, self.left, self.right, self.joiner)
+
 
 def reversed_joiner(joiner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``joiner`` with its arguments turned around (the right table's side)."""
@@ -158,3 +161,6 @@ class _Reversed:
 
     def __call__(self, this: Any, other: Any) -> Any:
         return self.joiner(other, this)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # compiled, it pickles only so
+        return _Reversed, (self.joiner,)
