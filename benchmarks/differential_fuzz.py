@@ -67,7 +67,8 @@ def main() -> int:
     with Oracle(jar) as oracle:
         for shape in shapes:
             t0 = time.monotonic()
-            cases = generate(shape, args.cases, args.seed)
+            # every case also compares the topology's description, character for character
+            cases = [{**c, "describe": True} for c in generate(shape, args.cases, args.seed)]
             t1 = time.monotonic()
             kafka = []
             for i in range(0, len(cases), args.batch):

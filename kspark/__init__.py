@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kspark import serdes
     from kspark.config import StreamsConfig
     from kspark.dsl import (
+        BranchedKStream,
         GlobalKTable,
         Joined,
         KGroupedStream,
@@ -66,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "KGroupedStream": "kspark.dsl",
     "KGroupedTable": "kspark.dsl",
     "KStream": "kspark.dsl",
+    "BranchedKStream": "kspark.dsl",
     "KTable": "kspark.dsl",
     "Materialized": "kspark.dsl",
     "SessionWindowedKStream": "kspark.dsl",
@@ -125,6 +127,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 __all__ = [
+    "BranchedKStream",
     "BufferConfig",
     "BufferFullError",
     "Cancellable",

@@ -4,6 +4,7 @@
 """
 
 from kspark.dsl.api import (
+    BranchedKStream,
     GlobalKTable,
     KGroupedStream,
     KGroupedTable,
@@ -18,6 +19,7 @@ from kspark.dsl.materialized import Materialized
 from kspark.dsl.suppressed import BufferConfig, Suppressed
 
 __all__ = [
+    "BranchedKStream",
     "BufferConfig",
     "GlobalKTable",
     "Joined",

@@ -68,6 +68,36 @@ class KStream(ABC):
         """The records of this stream and ``other``, interleaved as they arrive."""
 
     @abstractmethod
+    def repartition(self, name: str | None = None, partitions: int | None = None,
+                    key_serde: Any = None, value_serde: Any = None,
+                    partitioner: Callable[[Any, Any], int | None] | None = None) -> KStream:
+        """This stream read back through a repartition topic of its own (Kafka Streams'
+        KIP-221), ``<name>-repartition`` (``KSTREAM-REPARTITION-<index>-repartition`` without a
+        name), with ``partitions`` partitions (default: as many as the source topics have) and
+        ``partitioner(key, value)`` choosing each record's partition (default: Kafka's, on the
+        serialized key). Records with null keys go through too. The serdes default to the
+        stream's."""
+
+    @abstractmethod
+    def split(self, prefix: str | None = None) -> BranchedKStream:
+        """Branches of this stream (Kafka Streams' KIP-418), added with
+        :meth:`BranchedKStream.branch`: each record goes to the first branch whose predicate
+        holds, else to the default branch, if there is one. The branches are named
+        ``prefix + name``; without a prefix, after the generated splitter name
+        ``KSTREAM-BRANCH-<index>``."""
+
+    @abstractmethod
+    def foreach(self, action: Callable[[Any, Any], Any]) -> None:
+        """Call ``action(key, value)`` for each record (a terminal operation)."""
+
+    @abstractmethod
+    def print(self, label: str | None = None, mapper: Callable[[Any, Any], Any] | None = None,
+              file: Any = None) -> None:
+        """Print each record as ``[label]: key, value`` (``[label]: mapper(key, value)``), one
+        line each, to ``file`` (standard output by default; on Spark, the executors'). The
+        label defaults to the node's name, ``KSTREAM-PRINTER-<index>``."""
+
+    @abstractmethod
     def to(self, topic: str, key_serde: Any = None, value_serde: Any = None) -> None:
         """Write every record to ``topic``. Serdes default to the stream's known serdes, then
         to the application's defaults."""
@@ -148,6 +178,32 @@ class KStream(ABC):
         no partner give ``joiner(None, other_value)`` once their window has closed."""
 
 
+class BranchedKStream(ABC):
+    """The branches of a :meth:`KStream.split`, added in order; closed by
+    :meth:`default_branch` or :meth:`no_default_branch`, which return them."""
+
+    @abstractmethod
+    def branch(self, predicate: Callable[[Any, Any], Any], name: str | None = None,
+               chain: Callable[[KStream], KStream | None] | None = None) -> BranchedKStream:
+        """A branch of the records for which ``predicate(key, value)`` holds (and no earlier
+        branch's), named ``prefix + name``, or ``prefix`` + its position (from 1) without a
+        name. ``chain(branch)`` (Kafka Streams' ``Branched.withFunction`` /
+        ``withConsumer``) is applied to the branch: the stream it returns takes the branch's
+        place in the result, and a chain that returns ``None`` leaves the branch out."""
+
+    @abstractmethod
+    def default_branch(self, name: str | None = None,
+                       chain: Callable[[KStream], KStream | None] | None = None
+                       ) -> dict[str, KStream]:
+        """A last branch of the records no predicate took (named ``prefix + "0"`` without a
+        name); returns every branch by name."""
+
+    @abstractmethod
+    def no_default_branch(self) -> dict[str, KStream]:
+        """No more branches (records no predicate takes are dropped); returns every branch by
+        name."""
+
+
 class GlobalKTable(ABC):
     """A table whose whole contents every task sees (``StreamsBuilder.global_table``): a
     stream joins it by any key it selects, without repartitioning."""
@@ -192,8 +248,10 @@ class KTable(ABC):
         """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
 
     @abstractmethod
-    def to_stream(self) -> KStream:
-        """The stream of updates: each change's new value (``None`` for a delete)."""
+    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
+        """The stream of updates: each change's new value (``None`` for a delete); with
+        ``mapper``, keyed by ``mapper(key, value)`` (a key that may have changed: the next
+        key-based operator repartitions)."""
 
     @abstractmethod
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,

@@ -4,47 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from kspark.errors import TopologyError
 from kspark.processor.api import Processor
 from kspark.serdes import Serde, as_serde
+from kspark.topology.description import TopologyDescription
+from kspark.topology.nodes import Node, ProcessorNode, ProcessorSupplier, SinkNode, SourceNode
 
-ProcessorSupplier = Callable[[], Processor]
-
-
-@dataclass
-class SourceNode:
-    name: str
-    topics: list[str]
-    key_serde: Serde | None
-    value_serde: Serde | None
-    pattern: re.Pattern[str] | None = None
-
-
-@dataclass
-class ProcessorNode:
-    name: str
-    supplier: ProcessorSupplier
-    parents: list[str]
-    stores: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SinkNode:
-    name: str
-    topic: str
-    parents: list[str]
-    key_serde: Serde | None
-    value_serde: Serde | None
-    #: ``partitioner(key, value)``: the record's partition (taken modulo the topic's count),
-    #: ``None`` for the default (by key)
-    partitioner: Callable[[Any, Any], int | None] | None = None
-
-
-Node = SourceNode | ProcessorNode | SinkNode
+__all__ = ["Node", "ProcessorNode", "SinkNode", "SourceNode", "SubTopology", "Topology",
+           "TopologyDescription"]
 
 
 @dataclass
@@ -435,42 +406,3 @@ class Topology:
 
     def __repr__(self) -> str:
         return str(self.describe())
-
-
-class TopologyDescription:
-    """Readable structure of a topology, in the layout of Kafka Streams' ``describe()``."""
-
-    def __init__(self, topology: Topology) -> None:
-        self.topology = topology
-        self.sub_topologies = topology.sub_topologies()
-
-    def __str__(self) -> str:
-        t = self.topology
-        lines = ["Topologies:"]
-        for st in self.sub_topologies:
-            lines.append(f"   Sub-topology: {st.id}")
-            for name in st.nodes:
-                node = t.nodes[name]
-                if isinstance(node, SourceNode):
-                    what = (
-                        f"topics: [{', '.join(node.topics)}]"
-                        if not node.pattern
-                        else (f"pattern: [{node.pattern.pattern}]")
-                    )
-                    lines.append(f"    Source: {name} ({what})")
-                elif isinstance(node, ProcessorNode):
-                    lines.append(f"    Processor: {name} (stores: [{', '.join(node.stores)}])")
-                else:
-                    lines.append(f"    Sink: {name} (topic: {node.topic})")
-                children = t.children(name)
-                if children:
-                    lines.append(f"      --> {', '.join(children)}")
-                elif not isinstance(node, SinkNode):
-                    lines.append("      --> none")
-                if not isinstance(node, SourceNode):
-                    lines.append(f"      <-- {', '.join(node.parents)}")
-            lines.append("")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return str(self)

@@ -19,25 +19,26 @@ WORD_COUNT = """Topologies:
       --> KSTREAM-KEY-SELECT-0000000002
       <-- KSTREAM-SOURCE-0000000000
     Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
-      --> KSTREAM-FILTER-0000000005
+      --> counts-repartition-filter
       <-- KSTREAM-FLATMAPVALUES-0000000001
-    Processor: KSTREAM-FILTER-0000000005 (stores: [])
-      --> KSTREAM-SINK-0000000004
+    Processor: counts-repartition-filter (stores: [])
+      --> counts-repartition-sink
       <-- KSTREAM-KEY-SELECT-0000000002
-    Sink: KSTREAM-SINK-0000000004 (topic: counts-repartition)
-      <-- KSTREAM-FILTER-0000000005
+    Sink: counts-repartition-sink (topic: counts-repartition)
+      <-- counts-repartition-filter
 
-   Sub-topology: 1
-    Source: KSTREAM-SOURCE-0000000006 (topics: [counts-repartition])
+  Sub-topology: 1
+    Source: counts-repartition-source (topics: [counts-repartition])
       --> KSTREAM-AGGREGATE-0000000003
     Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts])
       --> KTABLE-TOSTREAM-0000000007
-      <-- KSTREAM-SOURCE-0000000006
+      <-- counts-repartition-source
     Processor: KTABLE-TOSTREAM-0000000007 (stores: [])
       --> KSTREAM-SINK-0000000008
       <-- KSTREAM-AGGREGATE-0000000003
     Sink: KSTREAM-SINK-0000000008 (topic: word-counts)
       <-- KTABLE-TOSTREAM-0000000007
+
 """
 
 

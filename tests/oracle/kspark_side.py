@@ -11,6 +11,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from kspark_dsl import BUILDERS as DSL_BUILDERS
+from kspark_dsl import DSL_SHAPES, build_dsl
+from kspark_dsl import STORES as DSL_STORES
 from kspark_joins import JOIN_SHAPES, build_join
 
 from kspark import (
@@ -41,6 +44,7 @@ SHAPES: dict[str, set[str]] = {
     "table_aggregate": {"op", "groups", "caching", "source_caching"},
     "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"},
     **JOIN_SHAPES,
+    **DSL_SHAPES,
 }
 VALUE_OPS = {"count", "sum", "reduce_sum", "reduce_max", "concat", "reduce_concat"}
 STRING_OPS = {"concat", "reduce_concat"}
@@ -292,7 +296,15 @@ def _join(shape: str, p: Params) -> Built:
     return Built(topology, {topic: text for topic in inputs}, text, text, stores)
 
 
+def _dsl(shape: str, p: Params) -> Built:
+    """A DSL shape (``kspark_dsl``): String keys."""
+    topology, inputs = build_dsl(shape, p)
+    return Built(topology, inputs, serdes.String(), DSL_BUILDERS[shape][1],
+                 dict(DSL_STORES.get(shape, {})))
+
+
 BUILDERS: dict[str, Callable[[Params], Built]] = {
+    **{shape: partial(_dsl, shape) for shape in DSL_SHAPES},
     **{shape: partial(_join, shape) for shape in JOIN_SHAPES},
     "session": _session,
     "time_window": lambda p: _time_window(p, False),
@@ -374,6 +386,8 @@ def run(case: dict[str, Any], *,
     ``before(driver, built)`` runs before the first input (a restart restores stores there)."""
     built = build(case)
     lines: list[dict[str, Any]] = []
+    if case.get("describe"):
+        lines.append({"kind": "describe", "text": str(built.topology.describe())})
     keys: set[str] = set()
     with TopologyTestDriver(built.topology, initial_wall_clock_ms=0,
                             config={"application.id": "kspark-oracle"}) as driver:

@@ -126,6 +126,17 @@ def without_buffer_timestamps(lines: list[dict]) -> list[dict]:
             and line["store"].endswith("-Buffer") else line for line in lines]
 
 
+def described(lines: list[dict]) -> list[dict]:
+    """``lines`` with a topology description as a line per line of its text (for the diff)."""
+    out = []
+    for line in lines:
+        if line.get("kind") == "describe":
+            out.extend({"kind": "describe", "line": t} for t in line["text"].splitlines())
+        else:
+            out.append(line)
+    return out
+
+
 def difference(case: dict[str, Any], kafka: list[dict], kspark: list[dict]) -> str | None:
     """``None`` if both sides produced the same records (in order) and store contents, else a
     readable report: the case and a unified diff of the lines. Only the live entries of Kafka
@@ -133,6 +144,7 @@ def difference(case: dict[str, Any], kafka: list[dict], kspark: list[dict]) -> s
     kspark = without_buffer_timestamps(kspark)
     if kafka == kspark:
         return None
+    kafka, kspark = described(kafka), described(kspark)
     kafka = live_entries(case, kafka)
     if kafka == kspark:
         return None
@@ -391,3 +403,56 @@ STRATEGIES["stream_table_join"] = stream_table_join_case()
 STRATEGIES["global_join"] = global_join_case()
 STRATEGIES["table_join"] = table_join_case(False)
 STRATEGIES["fk_join"] = table_join_case(True)
+
+
+# -- DSL shapes without stores (not in the byte-compatibility tests) ----------------------------
+@st.composite
+def _branch_spec(draw: st.DrawFn, names: list[str]) -> dict:
+    """A branch's name (none, or one not used yet) and chain."""
+    spec: dict[str, Any] = {"chain": draw(st.sampled_from(["none", "none", "map", "consume",
+                                                            "drop"]))}
+    if draw(st.booleans()):
+        free = [n for n in ("x", "y", "z", "1-a", "w") if n not in names]
+        name = draw(st.sampled_from(free))
+        names.append(name)
+        spec["name"] = name
+    return spec
+
+
+@st.composite
+def branch_case(draw: st.DrawFn) -> dict:
+    """``split`` with 0 to 4 branches (predicates that overlap, on values mod m, null values or
+    the key), named or by position, a default branch or none, each with or without a chain."""
+    names: list[str] = []
+    branches = []
+    for _ in range(draw(st.integers(0, 4))):
+        pred = draw(st.one_of(
+            st.builds(lambda m, r: {"mod": m, "rem": r % m}, st.integers(1, 4), st.integers(0, 3)),
+            st.just({"null": True}),
+            st.builds(lambda k: {"key": k}, st.sampled_from(KEYS))))
+        branches.append({"pred": pred, **draw(_branch_spec(names))})
+    p: dict[str, Any] = {"branches": branches}
+    if draw(st.booleans()):
+        p["prefix"] = draw(st.sampled_from(["split-", "b"]))
+    if draw(st.integers(0, 2)):
+        p["default"] = draw(_branch_spec(names))
+    return {"shape": "branch", "params": p, "inputs": draw(records("sum", True))}
+
+
+@st.composite
+def repartition_case(draw: st.DrawFn) -> dict:
+    """``repartition`` named or not, with a partition count or not, after a key change or
+    not (null keys reach the repartition topic and are dropped by the count)."""
+    p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
+                         "store_type": draw(store_type())}
+    if draw(st.booleans()):
+        p["name"] = draw(st.sampled_from(["by-user", "KSTREAM-X-0000000007"]))
+    if draw(st.booleans()):
+        p["partitions"] = draw(st.integers(1, 6))
+    return {"shape": "repartition", "params": p, "inputs": draw(records("sum", True))}
+
+
+STRATEGIES["branch"] = branch_case()
+STRATEGIES["repartition"] = repartition_case()
+#: shapes without stores: no changelogs to compare
+STATELESS_SHAPES = ("branch",)

@@ -43,7 +43,8 @@ def test_kspark_matches_kafka_streams(kafka_streams, shape: str) -> None:
     @differential
     @given(STRATEGIES[shape])
     def run(case: dict) -> None:
-        check(kafka_streams, case)
+        # the topology's description too, character for character (names, layout)
+        check(kafka_streams, {**case, "describe": True})
 
     run()
 

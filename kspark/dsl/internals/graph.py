@@ -9,6 +9,7 @@ stateful operator through the repartition topic ``<store or node name>-repartiti
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import partial
@@ -33,6 +34,8 @@ from kspark.topology.topology import Topology
 from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
 REPARTITION_SUFFIX = "-repartition"
+#: a name the builder generated, as Kafka Streams recognises one
+GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
 
 
 def optional_serde(serde: Any) -> Serde | None:
@@ -66,24 +69,34 @@ class DslGraph(ABC):
     # -- repartition topics ------------------------------------------------------------------
     def repartition(self, parent: str, prefix: str, key_serde: Serde | None,
                     value_serde: Serde | None, *, drop_null_keys: bool = True,
-                    null_key_filter: bool = True) -> str:
-        """Route ``parent``'s records through the internal topic ``<prefix>-repartition``:
-        a null-key filter (``null_key_filter``; it lets null keys pass unless
-        ``drop_null_keys``), a sink, and a new source, which starts a new sub-topology. Serdes
-        default to :class:`.internal_serde.Pickle`. Returns the source."""
+                    null_key_filter: bool = True, partitions: int | None = None,
+                    partitioner: Callable[[Any, Any], int | None] | None = None,
+                    stream_names: bool = True) -> str:
+        """Route ``parent``'s records through the internal topic ``<prefix>-repartition``
+        (``partitions`` of its own, else as the plan gives it): a null-key filter
+        (``null_key_filter``; it lets null keys pass unless ``drop_null_keys``), a sink
+        (``partitioner(key, value)`` choosing a record's partition), and a new source, which
+        starts a new sub-topology. Serdes default to :class:`.internal_serde.Pickle`. The nodes
+        take the next indexes (``KSTREAM-SINK-``, ``-FILTER-``, ``-SOURCE-``); as Kafka Streams
+        names a KStream's repartition nodes (``stream_names``), a prefix that is not itself a
+        generated name (``KSTREAM...-<10 digits>``) names them ``<topic>-sink``, ``-filter``
+        and ``-source`` instead, the indexes taken all the same. Returns the source."""
         topic = prefix + REPARTITION_SUFFIX
         sink = self.new_name("KSTREAM-SINK-")
+        filter_name = self.new_name("KSTREAM-FILTER-") if null_key_filter or stream_names else ""
+        source = self.new_name("KSTREAM-SOURCE-")
+        if stream_names and not GENERATED_NAME.fullmatch(prefix):
+            sink, filter_name, source = (f"{topic}-{n}" for n in ("sink", "filter", "source"))
         topo = self._topology
         if null_key_filter:
-            filter_name = self.new_name("KSTREAM-FILTER-")
             topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic, drop_null_keys),
                                parent)
             parent = filter_name
-        source = self.new_name("KSTREAM-SOURCE-")
         key_serde = key_serde or Pickle()
         value_serde = value_serde or Pickle()
-        topo.add_sink(sink, topic, parent, key_serde=key_serde, value_serde=value_serde)
-        topo.internal_topics[topic] = None
+        topo.add_sink(sink, topic, parent, key_serde=key_serde, value_serde=value_serde,
+                      partitioner=partitioner)
+        topo.internal_topics[topic] = partitions
         topo.add_source(source, topic, key_serde, value_serde)
         return source
 

@@ -39,7 +39,7 @@ class KGroupedTableImpl(KGroupedTable):
         store = store_name_for(builder, m, prefix)
         value_serde = None if self._value_serde is None else ChangeSerde(self._value_serde)
         source = builder.repartition(self._node, store, self._key_serde, value_serde,
-                                     null_key_filter=False)
+                                     null_key_filter=False, stream_names=False)
         name = builder.new_name(prefix)
         topo = builder.topology
         old = OldValues()

@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
-from kspark.dsl.api import GlobalKTable, KGroupedStream, KStream, KTable
+from kspark.dsl.api import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable
 from kspark.dsl.internals import stateless
+from kspark.dsl.internals.branching import BranchedKStreamImpl, PrintAction
 from kspark.dsl.internals.graph import (
     DslGraph,
     optional_serde,
@@ -86,6 +87,38 @@ class KStreamImpl(KStream):
         return KStreamImpl(self._builder, name, self._key_serde if same_key else None,
                        self._value_serde if same_value else None,
                        self._repartition_required or other._repartition_required)
+
+    def repartition(self, name: str | None = None, partitions: int | None = None,
+                    key_serde: Any = None, value_serde: Any = None,
+                    partitioner: Callable[[Any, Any], int | None] | None = None) -> KStream:
+        if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
+            raise ValueError(f"repartition's partitions must be a positive number, "
+                             f"got {partitions!r}")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"repartition's name must be a non-empty string, got {name!r}")
+        key_serde = optional_serde(key_serde) or self._key_serde
+        value_serde = optional_serde(value_serde) or self._value_serde
+        prefix = name or self._builder.new_name("KSTREAM-REPARTITION-")
+        source = self._builder.repartition(
+            self._node, prefix, key_serde, value_serde, drop_null_keys=False,
+            partitions=partitions, partitioner=partitioner)
+        return KStreamImpl(self._builder, source, key_serde, value_serde, False)
+
+    def split(self, prefix: str | None = None) -> BranchedKStream:
+        return BranchedKStreamImpl(self._builder, self._node, prefix, self._key_serde,
+                                   self._value_serde, self._repartition_required)
+
+    def foreach(self, action: Callable[[Any, Any], Any]) -> None:
+        name = self._builder.new_name("KSTREAM-FOREACH-")
+        self._builder.topology.add_processor(name, partial(stateless.ForeachProcessor, action),
+                                             self._node)
+
+    def print(self, label: str | None = None, mapper: Callable[[Any, Any], Any] | None = None,
+              file: Any = None) -> None:
+        name = self._builder.new_name("KSTREAM-PRINTER-")
+        action = PrintAction(name if label is None else label, mapper, file)
+        self._builder.topology.add_processor(name, partial(stateless.ForeachProcessor, action),
+                                             self._node)
 
     def to(self, topic: str, key_serde: Any = None, value_serde: Any = None) -> None:
         name = self._builder.new_name("KSTREAM-SINK-")

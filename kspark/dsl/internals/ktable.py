@@ -117,10 +117,11 @@ class KTableImpl(KTable):
         return self._value_op("KTABLE-MAPVALUES-", p.MapValue(mapper), materialized, False,
                               OldValues())
 
-    def to_stream(self) -> KStream:
+    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
         name = self._builder.new_name("KTABLE-TOSTREAM-")
         self._builder.topology.add_processor(name, p.TableToStreamProcessor, self._node)
-        return self._builder.new_kstream(name, self._key_serde, self._value_serde, False)
+        stream = self._builder.new_kstream(name, self._key_serde, self._value_serde, False)
+        return stream if mapper is None else stream.select_key(mapper)
 
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedTable:

@@ -129,6 +129,36 @@ class PassThroughProcessor(OneToOne):
         return record
 
 
+class BranchProcessor(Processor):
+    """``split()``'s processor: forwards each record to the child of the first of
+    ``predicates`` that holds for ``(key, value)``, else to the default child (the last of
+    ``children``, when there is one more child than predicates), else nowhere."""
+
+    def __init__(self, predicates: list[Callable[[Any, Any], Any]],
+                 children: list[str]) -> None:
+        self.predicates, self.children = predicates, children
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        for i, predicate in enumerate(self.predicates):
+            if predicate(key, value):
+                self.context.forward(record, self.children[i])
+                return
+        if len(self.children) > len(self.predicates):
+            self.context.forward(record, self.children[-1])
+
+
+class ForeachProcessor(Processor):
+    """Calls ``action(key, value)`` for each record and forwards nothing (``foreach``,
+    ``print``)."""
+
+    def __init__(self, action: Callable[[Any, Any], Any]) -> None:
+        self.action = action
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+
+
 class FlatMapProcessor(OneToMany):
     def __init__(self, mapper: Callable[[Any, Any], Iterable[Any]]) -> None:
         self.mapper = mapper

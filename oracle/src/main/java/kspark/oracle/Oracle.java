@@ -121,6 +121,7 @@ public final class Oracle {
         SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching"));
         SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"));
         SHAPES.putAll(Joins.SHAPES);
+        SHAPES.putAll(Dsl.SHAPES);
     }
 
     private Oracle() {
@@ -341,8 +342,8 @@ public final class Oracle {
         final Iterator<String> fields = doc.fieldNames();
         while (fields.hasNext()) {
             final String f = fields.next();
-            if (!Set.of("id", "shape", "params", "inputs", "changelogs").contains(f)) {
-                throw new CaseError("unknown case field '" + f + "' (known: changelogs, id, inputs, params, shape)");
+            if (!Set.of("id", "shape", "params", "inputs", "changelogs", "describe").contains(f)) {
+                throw new CaseError("unknown case field '" + f + "' (known: changelogs, describe, id, inputs, params, shape)");
             }
         }
         final JsonNode shapeNode = doc.get("shape");
@@ -373,6 +374,9 @@ public final class Oracle {
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX,
             p.ms("emit_interval", 0L, 0));
         final ArrayNode lines = NODES.arrayNode();
+        if (doc.path("describe").asBoolean(false)) {
+            lines.addObject().put("kind", "describe").put("text", built.topology.describe().toString());
+        }
         final TreeSet<String> keys = new TreeSet<>();
         try (TopologyTestDriver driver = new TopologyTestDriver(built.topology, props, Instant.ofEpochMilli(0))) {
             beforeInputs.accept(driver, built);
@@ -582,6 +586,7 @@ public final class Oracle {
             case "table_aggregate" -> tableAggregate(p);
             case "punctuator" -> punctuator(p);
             case "stream_join", "stream_table_join", "global_join", "table_join", "fk_join" -> Joins.build(shape, p);
+            case "branch", "repartition" -> Dsl.build(shape, p);
             default -> throw new CaseError("unknown shape '" + shape + "'");
         };
     }

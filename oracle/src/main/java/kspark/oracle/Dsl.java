@@ -1,0 +1,182 @@
+package kspark.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import org.apache.kafka.common.serialization.LongDeserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.BranchedKStream;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Predicate;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+import kspark.oracle.Oracle.Built;
+import kspark.oracle.Oracle.CaseError;
+import kspark.oracle.Oracle.Params;
+
+/**
+ * The oracle's shapes of the DSL's stateless operators (tests/oracle/README.md).
+ *
+ * <p>{@code branch}: {@code split(prefix)} of the Long stream "in" with the given branches and
+ * default branch; every branch of the resulting map writes {@code "<branch name>:<value>"} to
+ * "out" (String keys and values), so the output shows which branch each record took and the
+ * branch names Kafka Streams gives. {@code repartition}: see {@link #repartition}.
+ */
+final class Dsl {
+
+    /** The shapes and their parameters (besides {@link Oracle#COMMON}). */
+    static final Map<String, Set<String>> SHAPES = new LinkedHashMap<>();
+
+    static {
+        SHAPES.put("branch", Set.of("prefix", "branches", "default"));
+        SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
+    }
+
+    static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
+
+    private Dsl() {
+    }
+
+    static Built build(final String shape, final Params p) {
+        return switch (shape) {
+            case "branch" -> branch(p);
+            case "repartition" -> repartition(p);
+            default -> throw new CaseError("unknown DSL shape '" + shape + "'");
+        };
+    }
+
+    /**
+     * {@code stream("in")[.selectKey((k, v) -> v == null ? null : k + floorMod(v, 2))]
+     * .repartition([Repartitioned.as(name)][.withNumberOfPartitions(n)]).groupByKey()
+     * .count(Materialized.as("counts")).toStream().to("out")}, String keys and Long counts.
+     */
+    static Built repartition(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, Long> in = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
+        if (p.bool("rekey", false)) {
+            in = in.selectKey((k, v) -> v == null ? null : k + Math.floorMod(v, 2));
+        }
+        final String name = Joins.optString(p, "name");
+        final Long partitions = p.optMs("partitions", 1);
+        Repartitioned<String, Long> repartitioned = name == null
+            ? Repartitioned.with(Serdes.String(), Serdes.Long())
+            : Repartitioned.<String, Long>as(name).withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
+        if (partitions != null) {
+            repartitioned = repartitioned.withNumberOfPartitions(partitions.intValue());
+        }
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized.as("counts");
+        m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
+        in.repartition(repartitioned).groupByKey().count(m)
+            .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        final Built built = new Built();
+        built.topology = builder.build();
+        built.inputTopics = List.of("in");
+        built.inputValueSerde = Oracle.cast(Serdes.Long());
+        built.outputKeyDeserializer = new StringDeserializer();
+        built.outputValueDeserializer = new LongDeserializer();
+        built.stores.put("counts", "kv_ts");
+        return built;
+    }
+
+    /**
+     * A branch is {@code {"pred": {"mod": m, "rem": r} | {"null": true} | {"key": k}, "name": s?,
+     * "chain": "none" | "map" | "consume" | "drop"}}; {@code "default"} is absent or null (no
+     * default branch) or {@code {"name": s?, "chain": ...}}. Chains: "map" is
+     * {@code Branched.withFunction(s -> s.mapValues(v -> v * 10))} (null stays null), "consume"
+     * {@code Branched.withConsumer(s -> s.mapValues(v -> "consumed:" + v).to("out"))}, "drop"
+     * {@code Branched.withFunction(s -> null)}.
+     */
+    static Built branch(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final KStream<String, Long> in = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
+        final String prefix = Joins.optString(p, "prefix");
+        BranchedKStream<String, Long> split = prefix == null ? in.split() : in.split(Named.as(prefix));
+        final JsonNode branches = p.node.get("branches");
+        if (branches == null || !branches.isArray()) {
+            throw new CaseError("shape 'branch' needs parameter 'branches' (a list)");
+        }
+        for (final JsonNode b : branches) {
+            final Branched<String, Long> branched = branched(b);
+            split = branched == null ? split.branch(predicate(b.get("pred")))
+                : split.branch(predicate(b.get("pred")), branched);
+        }
+        final JsonNode dflt = p.node.get("default");
+        final Map<String, KStream<String, Long>> result;
+        if (dflt == null || dflt.isNull()) {
+            result = split.noDefaultBranch();
+        } else {
+            final Branched<String, Long> branched = branched(dflt);
+            result = branched == null ? split.defaultBranch() : split.defaultBranch(branched);
+        }
+        // wired in name order: the output does not depend on it, the generated names after it do
+        for (final Map.Entry<String, KStream<String, Long>> e : new TreeMap<>(result).entrySet()) {
+            final String name = e.getKey();
+            e.getValue().mapValues(v -> name + ":" + v).to("out", Produced.with(Serdes.String(), Serdes.String()));
+        }
+        final Built built = new Built();
+        built.topology = builder.build();
+        built.inputTopics = List.of("in");
+        built.inputValueSerde = Oracle.cast(Serdes.Long());
+        built.outputKeyDeserializer = new StringDeserializer();
+        built.outputValueDeserializer = new StringDeserializer();
+        return built;
+    }
+
+    static Predicate<String, Long> predicate(final JsonNode pred) {
+        if (pred == null || !pred.isObject()) {
+            throw new CaseError("a branch needs a \"pred\" object, got " + pred);
+        }
+        if (pred.has("mod")) {
+            final long m = pred.get("mod").asLong();
+            final long r = pred.path("rem").asLong(0);
+            if (m <= 0) {
+                throw new CaseError("a branch's \"mod\" must be positive, got " + pred);
+            }
+            return (k, v) -> v != null && Math.floorMod(v, m) == r;
+        }
+        if (pred.has("null")) {
+            return (k, v) -> v == null;
+        }
+        if (pred.has("key")) {
+            final String key = pred.get("key").asText();
+            return (k, v) -> key.equals(k);
+        }
+        throw new CaseError("unknown branch predicate " + pred + " (known: mod/rem, null, key)");
+    }
+
+    /** The branch's {@code Branched}, or null for an unnamed branch without a chain. */
+    static Branched<String, Long> branched(final JsonNode b) {
+        final JsonNode n = b.get("name");
+        final String name = n == null || n.isNull() ? null : n.asText();
+        final JsonNode c = b.get("chain");
+        final String chain = c == null || c.isNull() ? "none" : c.asText();
+        if (!CHAINS.contains(chain)) {
+            throw new CaseError("unknown branch chain '" + chain + "' (known: " + CHAINS + ")");
+        }
+        final Branched<String, Long> branched = switch (chain) {
+            case "map" -> Branched.withFunction(s -> s.mapValues(v -> v == null ? null : v * 10));
+            case "consume" -> Branched.withConsumer(s -> s.mapValues(v -> "consumed:" + v)
+                .to("out", Produced.with(Serdes.String(), Serdes.String())));
+            case "drop" -> Branched.withFunction(s -> null);
+            default -> null;
+        };
+        if (branched == null) {
+            return name == null ? null : Branched.as(name);
+        }
+        return name == null ? branched : branched.withName(name);
+    }
+}

@@ -1,0 +1,88 @@
+"""The oracle's shapes of the DSL's stateless operators built with kspark's DSL
+(``oracle/.../Dsl.java`` mirrored; ``tests/oracle/README.md`` documents them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark import Materialized, StreamsBuilder, Topology, serdes
+
+#: shape -> its parameters (besides the common ones)
+DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
+                                   "repartition": {"rekey", "name", "partitions", "caching"}}
+
+CHAINS = ("none", "map", "consume", "drop")
+
+
+def _text(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def predicate(pred: dict[str, Any]) -> Any:
+    """A branch's predicate: ``{"mod": m, "rem": r}`` (a value v with ``v mod m == r``, floored
+    as Java's ``Math.floorMod``), ``{"null": true}`` (a null value) or ``{"key": k}``."""
+    if "mod" in pred:
+        m, r = pred["mod"], pred.get("rem", 0)
+        return lambda k, v: v is not None and v % m == r
+    if "null" in pred:
+        return lambda k, v: v is None
+    if "key" in pred:
+        key = pred["key"]
+        return lambda k, v: k == key
+    raise ValueError(f"unknown branch predicate {pred!r} (known: mod/rem, null, key)")
+
+
+def _chain(spec: dict[str, Any]) -> Any:
+    chain = spec.get("chain") or "none"
+    if chain not in CHAINS:
+        raise ValueError(f"unknown branch chain {chain!r} (known: {list(CHAINS)})")
+    if chain == "map":
+        return lambda s: s.map_values(lambda v: None if v is None else v * 10)
+    if chain == "consume":
+        def consume(s: Any) -> None:
+            s.map_values(lambda v: f"consumed:{_text(v)}").to("out", serdes.String(),
+                                                                serdes.String())
+        return consume
+    if chain == "drop":
+        return lambda s: None
+    return None
+
+
+def _branch(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    split = builder.stream("in", serdes.String(), serdes.Long()).split(p.get("prefix"))
+    for b in p.get("branches", []):
+        split = split.branch(predicate(b["pred"]), name=b.get("name"), chain=_chain(b))
+    default = p.get("default")
+    result = (split.no_default_branch() if default is None
+              else split.default_branch(name=default.get("name"), chain=_chain(default)))
+    for name, stream in sorted(result.items()):
+        stream.map_values(lambda v, name=name: f"{name}:{_text(v)}").to(
+            "out", serdes.String(), serdes.String())
+    return builder.build(), {"in": serdes.Long()}
+
+
+def _repartition(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    stream = builder.stream("in", serdes.String(), serdes.Long())
+    if p.get("rekey", False):
+        stream = stream.select_key(lambda k, v: None if v is None else f"{_text(k)}{v % 2}")
+    (stream.repartition(name=p.get("name"), partitions=p.get("partitions"),
+                        key_serde=serdes.String(), value_serde=serdes.Long())
+     .group_by_key()
+     .count(Materialized("counts", caching=p.get("caching", True)))
+     .to_stream().to("out", serdes.String(), serdes.Long()))
+    return builder.build(), {"in": serdes.Long()}
+
+
+#: shape -> (its builder, the value serde of "out"; keys are strings)
+BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, serdes.Long())}
+#: shape -> its stores by kind, as the oracle dumps them
+STORES = {"repartition": {"counts": "kv_ts"}}
+
+
+def build_dsl(shape: str, p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    """The shape's topology and its input topics' value serdes (keys are strings)."""
+    if shape not in BUILDERS:
+        raise ValueError(f"unknown DSL shape {shape!r}")
+    return BUILDERS[shape][0](p)
