@@ -40,8 +40,22 @@ if TYPE_CHECKING:
         StreamsError,
         TopologyError,
     )
-    from kspark.processor import Cancellable, Processor, ProcessorContext, PunctuationType
-    from kspark.records import Change, KeyValue, Record, RecordMetadata, ValueAndTimestamp
+    from kspark.processor import (
+        Cancellable,
+        FixedKeyProcessor,
+        FixedKeyRecord,
+        Processor,
+        ProcessorContext,
+        PunctuationType,
+    )
+    from kspark.records import (
+        Change,
+        KeyValue,
+        Record,
+        RecordMetadata,
+        SinkContext,
+        ValueAndTimestamp,
+    )
     from kspark.spark import StreamsApp
     from kspark.state.builders import StoreBuilder, Stores
     from kspark.state.internals.changelog import changelog_topic
@@ -84,12 +98,15 @@ _EXPORTS: dict[str, str] = {
     "TopologyError": "kspark.errors",
     "Cancellable": "kspark.processor",
     "Processor": "kspark.processor",
+    "FixedKeyProcessor": "kspark.processor",
+    "FixedKeyRecord": "kspark.processor",
     "ProcessorContext": "kspark.processor",
     "PunctuationType": "kspark.processor",
     "Change": "kspark.records",
     "KeyValue": "kspark.records",
     "Record": "kspark.records",
     "RecordMetadata": "kspark.records",
+    "SinkContext": "kspark.records",
     "ValueAndTimestamp": "kspark.records",
     "StoreBuilder": "kspark.state.builders",
     "Stores": "kspark.state.builders",
@@ -133,6 +150,8 @@ __all__ = [
     "Cancellable",
     "Change",
     "EmitStrategy",
+    "FixedKeyProcessor",
+    "FixedKeyRecord",
     "GlobalKTable",
     "InvalidStateStoreError",
     "JoinWindows",
@@ -153,6 +172,7 @@ __all__ = [
     "SerializationError",
     "SessionWindowedKStream",
     "SessionWindows",
+    "SinkContext",
     "SlidingWindows",
     "StoreBuilder",
     "Stores",

@@ -142,6 +142,23 @@ def event_time(record: Record) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class SinkContext:
+    """What a sink's topic extractor (``KStream.to(topic_extractor)``) knows of the record it
+    routes besides its key and value, as Kafka Streams' ``RecordContext``: where the input
+    record came from (``None`` for a record forwarded in a punctuation), and the record's
+    timestamp and headers."""
+
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    timestamp: int
+    headers: Headers
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
+
+
+@dataclass(frozen=True, slots=True)
 class RecordMetadata:
     """Where the record being processed came from; ``None`` inside a punctuation."""
 

@@ -98,15 +98,27 @@ class KStream(ABC):
         label defaults to the node's name, ``KSTREAM-PRINTER-<index>``."""
 
     @abstractmethod
-    def to(self, topic: str, key_serde: Any = None, value_serde: Any = None) -> None:
-        """Write every record to ``topic``. Serdes default to the stream's known serdes, then
-        to the application's defaults."""
+    def to(self, topic: str | Callable[[Any, Any, Any], str], key_serde: Any = None,
+           value_serde: Any = None,
+           partitioner: Callable[[Any, Any], int | None] | None = None) -> None:
+        """Write every record to ``topic``, or to the topic ``topic(key, value, sink_context)``
+        names for each record (a topic extractor, given a :class:`~kspark.records.SinkContext`;
+        on Spark it must name one of the app's topics). Serdes default to the stream's known
+        serdes, then to the application's defaults; ``partitioner(key, value)`` chooses each
+        record's partition (default: Kafka's, on the serialized key)."""
 
     @abstractmethod
     def process(self, processor_supplier: Any, *store_names: str) -> KStream:
         """Run a user :class:`~kspark.processor.Processor` (a zero-argument supplier or a
         Processor subclass) connected to the named stores (added with
         ``builder.add_state_store``). Returns the stream of what it forwards."""
+
+    @abstractmethod
+    def process_values(self, processor_supplier: Any, *store_names: str) -> KStream:
+        """Run a :class:`~kspark.processor.FixedKeyProcessor` (Kafka Streams' KIP-820; a
+        subclass or a zero-argument factory) connected to the named stores: it forwards
+        :class:`~kspark.processor.FixedKeyRecord` objects, whose key cannot change, so a
+        key-based operator after it does not repartition (unless one before it had to)."""
 
     @abstractmethod
     def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:

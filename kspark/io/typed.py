@@ -336,11 +336,19 @@ def _array(table: pa.Table, name: str) -> pa.Array:
     return table.column(name).combine_chunks()
 
 
+def _writers(topology: Topology, topic: str) -> list[SinkNode]:
+    """The sink nodes that write ``topic``: those naming it, else those choosing their topic
+    per record (a topic extractor may choose it)."""
+    sinks = [n for n in topology.nodes.values() if isinstance(n, SinkNode)]
+    return ([n for n in sinks if n.topic == topic]
+            or [n for n in sinks if n.topic_extractor is not None])
+
+
 def sink_serdes(topology: Topology, topic: str, default_key: Serde, default_value: Serde
                 ) -> tuple[Serde, Serde] | None:
     """The serdes the topology writes ``topic`` with (a sink node's, else the defaults), or
     ``None`` if no sink node writes it (changelogs, dead letters, repartition topics)."""
-    nodes = [n for n in topology.nodes.values() if isinstance(n, SinkNode) and n.topic == topic]
+    nodes = _writers(topology, topic)
     if not nodes or topic in topology.internal_topics:
         return None
     key = next((n.key_serde for n in nodes if n.key_serde is not None), default_key)
@@ -353,8 +361,7 @@ def is_update_stream(topology: Topology, topic: str) -> bool:
     a sink node of the topic, through repartition topics too): its values may be tombstones."""
     from kspark.dsl.internals.processors import TableToStreamProcessor
 
-    pending = [n.name for n in topology.nodes.values()
-               if isinstance(n, SinkNode) and n.topic == topic]
+    pending = [n.name for n in _writers(topology, topic)]
     seen: set[str] = set()
     while pending:
         node = topology.nodes[pending.pop()]

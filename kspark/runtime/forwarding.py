@@ -15,7 +15,7 @@ from kspark.config import StreamsConfig
 from kspark.errors import SerializationError, StreamsError
 from kspark.processor.batch import ColumnMapper, RecordMapper
 from kspark.record_columns import RecordColumns
-from kspark.records import Record
+from kspark.records import Record, SinkContext
 from kspark.runtime.context import RecordContext
 from kspark.runtime.serialized import Output, OutputBlock, OutputRecord
 from kspark.serdes import serializer_of
@@ -127,8 +127,9 @@ class Forwarding:
             processor = self.processors.get(name)
             if processor is None:
                 sink = self.topology.nodes.get(name)
-                # a sink with a partitioner writes record by record, each to its partition
-                if isinstance(sink, SinkNode) and sink.partitioner is None:
+                # a sink with a partitioner or a topic extractor writes record by record
+                if (isinstance(sink, SinkNode) and sink.partitioner is None
+                        and sink.topic_extractor is None):
                     chain = (mappers, name)
                 break
             if not isinstance(processor, RecordMapper):
@@ -205,11 +206,30 @@ class Forwarding:
         if writer is None:
             return
         node, key_of, value_of = writer
+        topic = node.topic or self._extracted_topic(node, record, ts)
         try:
             key = key_of(record.key)
             value = value_of(record.value)
         except SerializationError as exc:
-            raise SerializationError(f"sink {node.name!r} (topic {node.topic!r}): {exc}") from exc
+            raise SerializationError(f"sink {node.name!r} (topic {topic!r}): {exc}") from exc
         partitioner = node.partitioner
         partition = None if partitioner is None else partitioner(record.key, record.value)
-        self.output.append(OutputRecord(node.topic, key, value, ts, record.headers, partition))
+        self.output.append(OutputRecord(topic, key, value, ts, record.headers, partition))
+
+    def _extracted_topic(self, node: SinkNode, record: Record, ts: int) -> str:
+        """The topic ``node``'s topic extractor chooses for ``record``."""
+        extractor = node.topic_extractor
+        assert extractor is not None
+        meta = self.current.record_metadata()
+        context = SinkContext(meta.topic if meta else None, meta.partition if meta else None,
+                              meta.offset if meta else None, ts, record.headers)
+        try:
+            topic = extractor(record.key, record.value, context)
+        except Exception:
+            self.current.failed(node.name)
+            raise
+        if not isinstance(topic, str) or not topic:
+            self.current.failed(node.name)
+            raise StreamsError(f"the topic extractor of sink {node.name!r} returned {topic!r:.80} "
+                               f"for key {record.key!r:.80}, not a topic name")
+        return topic

@@ -301,6 +301,10 @@ class StreamsApp:
         """The locations the app writes: output topics, changelogs and the dead-letter topic."""
         names = [*self.topology.external_sink_topics(), *self._changelog_topics().values(),
                  *sorted(self.topology.feedback_topics)]
+        if self.topology.has_topic_extractors():  # any of the app's other topics may be chosen
+            sources = set(self._source_topics())
+            names += [t for t, spec in self.topics.items() if isinstance(spec, TopicLocation)
+                      and t not in sources and t not in names]
         if self.config.dead_letter_topic:
             names.append(self.config.dead_letter_topic)
         out = {}

@@ -240,7 +240,9 @@ class TopologyDescription:
                       else node.pattern.pattern)
             return f"Source: {name} (topics: {topics})\n      --> {names(successors)}"
         if isinstance(node, SinkNode):
-            return f"Sink: {name} (topic: {node.topic})\n      <-- {names(predecessors)}"
+            where = (f"topic: {node.topic}" if node.topic_extractor is None
+                     else f"extractor class: {node.topic_extractor!r}")
+            return f"Sink: {name} ({where})\n      <-- {names(predecessors)}"
         # a global store is read without being connected, except by the processor keeping it
         kept = {store for store, (_, p) in self.topology.global_nodes.items() if p == name}
         stores = [s for s in dict.fromkeys(node.stores)

@@ -40,6 +40,9 @@ class SinkNode:
     #: ``partitioner(key, value)``: the record's partition (taken modulo the topic's count),
     #: ``None`` for the default (by key)
     partitioner: Callable[[Any, Any], int | None] | None = None
+    #: ``topic_extractor(key, value, sink_context)``: each record's topic (``topic`` is then
+    #: empty)
+    topic_extractor: Callable[[Any, Any, Any], str] | None = None
 
 
 Node = SourceNode | ProcessorNode | SinkNode

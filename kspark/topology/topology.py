@@ -113,19 +113,34 @@ class Topology:
     def add_sink(
         self,
         name: str,
-        topic: str,
+        topic: str | Callable[[Any, Any, Any], str],
         *parent_names: str,
         key_serde: Any = None,
         value_serde: Any = None,
         partitioner: Callable[[Any, Any], int | None] | None = None,
     ) -> Topology:
-        """Write the records of ``parent_names`` to ``topic``; ``partitioner(key, value)``
-        chooses a record's partition (``None``: Kafka's default partitioner on the key)."""
+        """Write the records of ``parent_names`` to ``topic``, or to the topic
+        ``topic(key, value, sink_context)`` names for each record (a topic extractor, given
+        a :class:`~kspark.records.SinkContext`; on Spark, one of the app's topics);
+        ``partitioner(key, value)`` chooses a record's partition (``None``: Kafka's default
+        partitioner on the key)."""
         self._check_new(name)
         parents = self._check_parents(name, parent_names)
-        self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde), _serde(value_serde),
-                                    partitioner)
+        if callable(topic):
+            self.nodes[name] = SinkNode(name, "", parents, _serde(key_serde),
+                                        _serde(value_serde), partitioner, topic)
+        elif isinstance(topic, str) and topic:
+            self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde),
+                                        _serde(value_serde), partitioner)
+        else:
+            raise TopologyError(f"sink {name!r}: the topic must be a name or a topic extractor "
+                                f"(key, value, sink_context) -> name, got {topic!r}")
         return self
+
+    def has_topic_extractors(self) -> bool:
+        """Whether a sink chooses its topic per record (its topics are not known before)."""
+        return any(isinstance(n, SinkNode) and n.topic_extractor is not None
+                   for n in self.nodes.values())
 
     def partition_suffixes(self) -> dict[str, int]:
         """Sink topics whose key serde makes the partitioner ignore the key's last bytes
@@ -133,7 +148,7 @@ class Topology:
         return {
             node.topic: node.key_serde.partition_suffix_bytes
             for node in self.nodes.values()
-            if isinstance(node, SinkNode) and node.key_serde is not None
+            if isinstance(node, SinkNode) and node.topic and node.key_serde is not None
             and node.key_serde.partition_suffix_bytes
         }
 
@@ -341,7 +356,7 @@ class Topology:
         for i, names in enumerate(groups.values()):
             nodes = [self.nodes[n] for n in names]
             sources = [t for node in nodes if isinstance(node, SourceNode) for t in node.topics]
-            sinks = [node.topic for node in nodes if isinstance(node, SinkNode)]
+            sinks = [node.topic for node in nodes if isinstance(node, SinkNode) and node.topic]
             stores: list[str] = []
             for n in names:
                 node = self.nodes[n]
@@ -375,9 +390,10 @@ class Topology:
         return [t for t in self.source_topics() if t not in self.internal_topics]
 
     def sink_topics(self) -> list[str]:
+        """The topics the sinks write (not those a topic extractor chooses)."""
         out: list[str] = []
         for n in self.nodes.values():
-            if isinstance(n, SinkNode) and n.topic not in out:
+            if isinstance(n, SinkNode) and n.topic and n.topic not in out:
                 out.append(n.topic)
         return out
 

@@ -154,3 +154,44 @@ def test_to_stream_with_a_mapper_rekeys_the_updates():
         pipe.pipe_input("a", None, 1)
         out = driver.create_output_topic("out", S, L).read_key_values_to_list()
     assert out == [("a:1", 1), ("a:None", None)]
+
+
+def test_a_topic_extractor_chooses_each_records_topic():
+    b = StreamsBuilder()
+    seen = []
+
+    def route(key, value, context):
+        seen.append(context)
+        return "big" if value > 10 else "small"
+
+    b.stream("in", S, L).to(route, S, L)
+    topology = b.build()
+    assert topology.sink_topics() == [] and topology.has_topic_extractors()
+    assert "(extractor class: <function" in str(topology.describe())
+    with TopologyTestDriver(topology) as driver:
+        pipe = driver.create_input_topic("in", S, L)
+        pipe.pipe_input("a", 5, 10, headers=[("h", b"1")])
+        pipe.pipe_input("b", 50, 11)
+        assert driver.create_output_topic("small", S, L).read_key_values_to_list() == [("a", 5)]
+        assert driver.create_output_topic("big", S, L).read_key_values_to_list() == [("b", 50)]
+    assert [(c.topic, c.partition, c.offset, c.timestamp) for c in seen] == [
+        ("in", 0, 0, 10), ("in", 0, 1, 11)]
+    assert seen[0].headers == (("h", b"1"),) and seen[1].headers == ()
+
+
+def test_a_topic_extractor_that_fails_names_the_sink_and_the_record():
+    for route, message in ((lambda k, v, c: None, "returned None for key 'k', not a topic"),
+                           (lambda k, v, c: 1 / 0, "ZeroDivisionError")):
+        b = StreamsBuilder()
+        b.stream("in", S, L).map_values(lambda v: v).to(route, S, L)
+        with pytest.raises(StreamsError) as err:
+            run(b, [1])
+        first = str(err.value).splitlines()[0]
+        assert "KSTREAM-SINK-0000000002" in first and message in str(err.value)
+        assert "topic 'in' partition 0 offset 0" in first
+
+
+def test_to_passes_its_partitioner_to_the_sink():
+    b = StreamsBuilder()
+    b.stream("in", S, L).to("out", S, L, partitioner=lambda k, v: v % 3)
+    assert b.build().nodes["KSTREAM-SINK-0000000001"].partitioner("a", 5) == 2

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from kspark import Materialized, StreamsBuilder, Topology, serdes
+from kspark.processor import FixedKeyProcessor, FixedKeyRecord
 
 #: shape -> its parameters (besides the common ones)
 DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
-                                   "repartition": {"rekey", "name", "partitions", "caching"}}
+                                   "repartition": {"rekey", "name", "partitions", "caching"},
+                                   "process_values": {"rekey", "caching"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -75,10 +77,37 @@ def _repartition(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": serdes.Long()}
 
 
+class Doubling(FixedKeyProcessor):
+    """Forwards ``v * 2`` at the record's timestamp + 1, and for an odd value also ``v``
+    itself; a null value as is (the oracle's ``Dsl.Doubling``)."""
+
+    def process(self, record: FixedKeyRecord) -> None:
+        v = record.value
+        if v is None:
+            self.context.forward(record)
+            return
+        self.context.forward(record.with_value(v * 2).with_timestamp(record.timestamp + 1))
+        if v % 2 == 1:
+            self.context.forward(record)
+
+
+def _process_values(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    stream = builder.stream("in", serdes.String(), serdes.Long())
+    if p.get("rekey", False):
+        stream = stream.select_key(lambda k, v: None if v is None else f"{_text(k)}{v % 2}")
+    (stream.process_values(Doubling)
+     .group_by_key(serdes.String(), serdes.Long())
+     .count(Materialized("counts", caching=p.get("caching", True)))
+     .to_stream().to("out", serdes.String(), serdes.Long()))
+    return builder.build(), {"in": serdes.Long()}
+
+
 #: shape -> (its builder, the value serde of "out"; keys are strings)
-BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, serdes.Long())}
+BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, serdes.Long()),
+            "process_values": (_process_values, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
-STORES = {"repartition": {"counts": "kv_ts"}}
+STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"}}
 
 
 def build_dsl(shape: str, p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:

@@ -452,7 +452,15 @@ def repartition_case(draw: st.DrawFn) -> dict:
     return {"shape": "repartition", "params": p, "inputs": draw(records("sum", True))}
 
 
+@st.composite
+def process_values_case(draw: st.DrawFn) -> dict:
+    p = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
+         "store_type": draw(store_type())}
+    return {"shape": "process_values", "params": p, "inputs": draw(records("sum", True))}
+
+
 STRATEGIES["branch"] = branch_case()
+STRATEGIES["process_values"] = process_values_case()
 STRATEGIES["repartition"] = repartition_case()
 #: shapes without stores: no changelogs to compare
 STATELESS_SHAPES = ("branch",)

@@ -2,7 +2,8 @@
 
 One topology holds several DSL branches (session count, session aggregate with a merger,
 tumbling-window count, a re-keyed count across a repartition topic, a KTable aggregate with
-a subtractor, a ``split`` of the clicks into branches, a count after ``repartition`` into a
+a subtractor, a ``split`` of the clicks into branches, the clicks written to the topic a topic
+extractor chooses, a fixed-key processor (``process_values``), a count after ``repartition`` into a
 topic of 3 partitions, a table's updates re-keyed by ``to_stream(mapper)``), so one Spark
 query checks them all. With caching off the whole update
 stream must be equal; with caching on (flushes per record in the driver, per micro-batch on
@@ -18,6 +19,7 @@ from spark_harness import final_table as last_values
 from spark_harness import run_driver, run_spark
 
 from kspark import Materialized, SessionWindows, StreamsBuilder, TimeWindows, serdes
+from kspark.processor import FixedKeyProcessor
 
 pytestmark = pytest.mark.spark
 
@@ -37,12 +39,24 @@ OUTPUTS = {
     "pages-0": (S, J),
     "accounts-by-region": (S, J),
     "page-visits": (S, serdes.Long()),
+    "routed-home": (S, J),
+    "routed-other": (S, J),
+    "page-lengths": (S, J),
 }
 #: outputs no cache stands before: equal record for record with caching on too
-UNCACHED = ("pages-home", "pages-2", "pages-0")
+UNCACHED = ("pages-home", "pages-2", "pages-0", "routed-home", "routed-other", "page-lengths")
 #: a table's updates under new keys: with caching on, which survive depends on the flushes
 REKEYED_UPDATES = ("accounts-by-region",)
 INPUT_SERDES = {"clicks": (S, J), "accounts": (S, J)}
+
+
+class PageLength(FixedKeyProcessor):
+    """Adds the page's length to each click; a "/" click comes out a second time, 1 ms later."""
+
+    def process(self, record):
+        self.context.forward(record.with_value({**record.value, "len": len(record.value["page"])}))
+        if record.value["page"] == "/":
+            self.context.forward(record.with_timestamp(record.timestamp + 1))
 
 
 def topology(caching: bool):
@@ -88,6 +102,8 @@ def topology(caching: bool):
     )
     for name, stream in branches.items():
         stream.to(name, S, J)
+    clicks.to(lambda k, v, ctx: "routed-home" if v["page"] == "/" else "routed-other", S, J)
+    clicks.process_values(PageLength).to("page-lengths", S, J)
     (
         clicks.select_key(lambda k, v: v["page"]).repartition(name="by-page", partitions=3)
         .group_by_key(S, J)

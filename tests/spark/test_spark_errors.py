@@ -108,3 +108,14 @@ def test_failing_user_function_stops_with_coordinates_and_a_fixed_restart_resume
         app.stop()
     # only the failed batch is processed again: record "a" is not repeated
     assert [(k, v) for k, v, _ in resumed.records()] == [("b", "BOOM")]
+
+
+def test_a_topic_extractor_naming_an_unknown_topic_stops_the_query_naming_it(spark, app_dir):
+    topo = Topology().add_source("src", "in", S, J).add_sink(
+        "routed", lambda k, v, ctx: "out" if v["text"] != "two" else "elsewhere", "src",
+        key_serde=S, value_serde=J)
+    src = io.memory(S, J)
+    src.send_all([("a", {"text": "one"}, 1), ("b", {"text": "two"}, 2)])
+    with pytest.raises(Exception) as err:
+        _run(spark, app_dir, topo, src, name="extractor")
+    assert "topic 'elsewhere', which is not one of the app's topics ['in', 'out']" in str(err.value)

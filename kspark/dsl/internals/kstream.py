@@ -16,6 +16,8 @@ from kspark.dsl.internals.graph import (
 )
 from kspark.dsl.internals.joins import builders as joins
 from kspark.dsl.materialized import Materialized, as_materialized
+from kspark.errors import TopologyError
+from kspark.processor.fixed_key import FixedKeyAdapter, FixedKeyProcessor
 from kspark.serdes import Serde
 
 
@@ -120,13 +122,29 @@ class KStreamImpl(KStream):
         self._builder.topology.add_processor(name, partial(stateless.ForeachProcessor, action),
                                              self._node)
 
-    def to(self, topic: str, key_serde: Any = None, value_serde: Any = None) -> None:
+    def to(self, topic: str | Callable[[Any, Any, Any], str], key_serde: Any = None,
+           value_serde: Any = None,
+           partitioner: Callable[[Any, Any], int | None] | None = None) -> None:
         name = self._builder.new_name("KSTREAM-SINK-")
         self._builder.topology.add_sink(
             name, topic, self._node,
             key_serde=optional_serde(key_serde) or self._key_serde,
             value_serde=optional_serde(value_serde) or self._value_serde,
+            partitioner=partitioner,
         )
+
+    def process_values(self, processor_supplier: Any, *store_names: str) -> KStream:
+        if isinstance(processor_supplier, FixedKeyProcessor) or not callable(processor_supplier):
+            raise TopologyError(
+                f"process_values needs a supplier of FixedKeyProcessor objects (a subclass or a "
+                f"zero-argument factory), not {processor_supplier!r:.80}: each task needs its "
+                f"own instance")
+        name = self._builder.new_name("KSTREAM-PROCESSVALUES-")
+        topo = self._builder.topology
+        topo.add_processor(name, partial(FixedKeyAdapter, processor_supplier), self._node)
+        if store_names:
+            topo.connect_processor_and_state_stores(name, *store_names)
+        return KStreamImpl(self._builder, name, self._key_serde, None, self._repartition_required)
 
     def process(self, processor_supplier: Any, *store_names: str) -> KStream:
         name = self._builder.new_name("KSTREAM-PROCESSOR-")

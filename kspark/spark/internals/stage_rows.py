@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from kspark.errors import StreamsError
 from kspark.hashing import kafka_partitions
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.changelog_entries import ChangelogEntries
@@ -87,6 +88,12 @@ def _run_task(
     base = partition * UPSTREAM_STRIDE + result.first_output_seq
     topics, keys, values, stamps = result.output_columns()
     count = len(topics)
+    unknown = set(topics) - stage.topic_partitions.keys()
+    if unknown:  # a topic extractor's choice
+        raise StreamsError(
+            f"task {sub.id}_{partition} wrote to topic {sorted(unknown)[0]!r}, which is not one "
+            f"of the app's topics {sorted(stage.topic_partitions)}: declare it in StreamsApp's "
+            f"topics={{...}}")
     partitions = _partitions_of(stage.topic_partitions, topics, keys,
                                 topology.partition_suffixes())
     chosen = output_partitions(result.parts)

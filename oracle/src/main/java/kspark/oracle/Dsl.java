@@ -10,12 +10,16 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 import java.util.LinkedHashMap;
@@ -44,6 +48,7 @@ final class Dsl {
     static {
         SHAPES.put("branch", Set.of("prefix", "branches", "default"));
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
+        SHAPES.put("process_values", Set.of("rekey", "caching"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -55,6 +60,7 @@ final class Dsl {
         return switch (shape) {
             case "branch" -> branch(p);
             case "repartition" -> repartition(p);
+            case "process_values" -> processValues(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
     }
@@ -134,6 +140,56 @@ final class Dsl {
         built.outputKeyDeserializer = new StringDeserializer();
         built.outputValueDeserializer = new StringDeserializer();
         return built;
+    }
+
+    /**
+     * {@code stream("in")[.selectKey(...) as in repartition].processValues(Doubling)
+     * .groupByKey().count(Materialized.as("counts")).toStream().to("out")}: the fixed-key
+     * processor forwards {@code v * 2} at the record's timestamp + 1, and for an odd value
+     * also {@code v} itself; a null value it forwards as is. No repartition after it unless
+     * the stream was re-keyed before.
+     */
+    static Built processValues(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, Long> in = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
+        if (p.bool("rekey", false)) {
+            in = in.selectKey((k, v) -> v == null ? null : k + Math.floorMod(v, 2));
+        }
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized.as("counts");
+        m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
+        in.processValues(Doubling::new).groupByKey(Grouped.with(Serdes.String(), Serdes.Long())).count(m)
+            .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        final Built built = new Built();
+        built.topology = builder.build();
+        built.inputTopics = List.of("in");
+        built.inputValueSerde = Oracle.cast(Serdes.Long());
+        built.outputKeyDeserializer = new StringDeserializer();
+        built.outputValueDeserializer = new LongDeserializer();
+        built.stores.put("counts", "kv_ts");
+        return built;
+    }
+
+    /** The fixed-key processor of {@link #processValues}. */
+    static final class Doubling implements FixedKeyProcessor<String, Long, Long> {
+        private FixedKeyProcessorContext<String, Long> context;
+
+        @Override
+        public void init(final FixedKeyProcessorContext<String, Long> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(final FixedKeyRecord<String, Long> record) {
+            final Long v = record.value();
+            if (v == null) {
+                context.forward(record);
+                return;
+            }
+            context.forward(record.withValue(v * 2).withTimestamp(record.timestamp() + 1));
+            if (Math.floorMod(v, 2) == 1) {
+                context.forward(record);
+            }
+        }
     }
 
     static Predicate<String, Long> predicate(final JsonNode pred) {
