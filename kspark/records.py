@@ -142,6 +142,24 @@ def event_time(record: Record) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumedRecord:
+    """A source's record as a timestamp extractor sees it (Kafka Streams' ``ConsumerRecord``
+    of deserialized key and value): where it was read, the timestamp it was written with, its
+    key, value and headers."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: Any
+    value: Any
+    headers: Headers
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_frozen(self)
+
+
+@dataclass(frozen=True, slots=True)
 class SinkContext:
     """What a sink's topic extractor (``KStream.to(topic_extractor)``) knows of the record it
     routes besides its key and value, as Kafka Streams' ``RecordContext``: where the input

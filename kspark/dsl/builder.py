@@ -55,15 +55,18 @@ class StreamsBuilder(DslGraph):
 
     # -- sources -----------------------------------------------------------------------------
     def stream(self, topics: str | list[str] | re.Pattern[str], key_serde: Any = None,
-               value_serde: Any = None) -> KStream:
+               value_serde: Any = None,
+               timestamp_extractor: Callable[[Any, int], int] | None = None) -> KStream:
         """A KStream of the records of ``topics`` (a name, a list of names or a pattern).
-        Serdes default to the application's default serdes."""
+        Serdes default to the application's default serdes; ``timestamp_extractor`` gives
+        each record its timestamp (:mod:`kspark.processor.timestamps`)."""
         name = self.new_name("KSTREAM-SOURCE-")
-        self._topology.add_source(name, topics, key_serde, value_serde)
+        self._topology.add_source(name, topics, key_serde, value_serde, timestamp_extractor)
         return KStreamImpl(self, name, optional_serde(key_serde), optional_serde(value_serde))
 
     def table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
-              materialized: Materialized | str | None = None) -> KTable:
+              materialized: Materialized | str | None = None,
+              timestamp_extractor: Callable[[Any, int], int] | None = None) -> KTable:
         """A KTable of ``topic`` read as upserts (a ``None`` value deletes its key). With a
         store name it is kept in that key-value store (caching and logging per
         ``materialized``, both on by default); without one only once an operator needs its
@@ -72,14 +75,16 @@ class StreamsBuilder(DslGraph):
         store = store_name_for(self, m, f"{topic}-")
         source = self.new_name("KSTREAM-SOURCE-")
         name = self.new_name("KTABLE-SOURCE-")
-        self._topology.add_source(source, topic, key_serde, value_serde)
+        self._topology.add_source(source, topic, key_serde, value_serde, timestamp_extractor)
         view = self.table_source(name, source, store, m)
         return KTableImpl(self, name, view, queryable_store=store if _named(m) else None,
                           key_serde=optional_serde(key_serde),
                           value_serde=optional_serde(value_serde))
 
     def global_table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
-                     materialized: Materialized | str | None = None) -> GlobalKTable:
+                     materialized: Materialized | str | None = None,
+                     timestamp_extractor: Callable[[Any, int], int] | None = None
+                     ) -> GlobalKTable:
         """A GlobalKTable of ``topic``: every task that joins it keeps the whole table (all of
         ``topic``'s partitions, whatever its partition count), updated before the task's own
         records of each micro-batch (docs/semantics.md §9.3). Its store keeps no changelog."""
@@ -90,7 +95,7 @@ class StreamsBuilder(DslGraph):
         self._topology.add_global_store(
             key_value_store_builder(store, m), source, topic, name,
             partial(TableSourceProcessor, store, OldValues(), OldValues(True)),
-            key_serde, value_serde)
+            key_serde, value_serde, timestamp_extractor)
         return GlobalKTableImpl(store, _named(m))
 
     def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:

@@ -2,8 +2,8 @@
 
 The test driver and the Spark runtime run this same class; they differ only in where store
 buckets come from (a :class:`~kspark.state.BucketLoader`) and in who drives the clocks.
-Forwarding (:mod:`kspark.runtime.forwarding`), punctuation (:mod:`kspark.runtime.punctuator`)
-and the batch path's view (:mod:`kspark.runtime.batch_view`) have modules of their own.
+Forwarding, punctuation, timestamp extraction and the batch path's view have modules of their
+own (:mod:`kspark.runtime.forwarding`, ``punctuator``, ``extraction``, ``batch_view``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from kspark.runtime.batch_view import BatchView, FastPathAborted, separate_branc
 from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.context import RecordContext
 from kspark.runtime.decoding import decode_batch
+from kspark.runtime.extraction import PARTITION_TIMES, extracted_timestamp
 from kspark.runtime.forwarding import Forwarding, SinkChain
 from kspark.runtime.metrics import Metrics
 from kspark.runtime.punctuator import Punctuator
@@ -43,21 +44,14 @@ from kspark.serdes import deserializer_of
 from kspark.state.internals.base import BucketLoader, BucketSpill, StoreBase
 from kspark.topology.topology import ProcessorNode, SourceNode, SubTopology, Topology
 
-__all__ = [
-    "BatchView", "Encoded", "FastPathAborted", "Output", "OutputBlock", "OutputRecord",
-    "SourceBatch", "SourceRecord", "Task", "output_columns", "output_count",
-    "output_records",
-]
+__all__ = ["BatchView", "Encoded", "FastPathAborted", "Output", "OutputBlock", "OutputRecord",
+           "SourceBatch", "SourceRecord", "Task", "output_columns", "output_count",
+           "output_records"]
 
 
 #: a source node, its key and value deserializers and its children
 _SourceInput = tuple[SourceNode, Callable[[Any], Any], Callable[[Any], Any], list[str]]
 _PROCESS_TOTAL = "process-total"
-
-
-def _describe_key(key: Any) -> str:
-    text = repr(key)
-    return text if len(text) <= 100 else text[:97] + "..."
 
 
 class Task:
@@ -228,6 +222,10 @@ class Task:
             skip_or_fail(self.config, rec, node, "deserialization-error", str(exc),
                          self.record_dropped, self.forwarding.output, exc)
             return
+        if node.timestamp_extractor is not None and (timestamp := extracted_timestamp(
+                self.processor_state(PARTITION_TIMES), node, topic, partition, offset, timestamp,
+                record_key, record_value, headers, self.record_dropped)) < 0:
+            return
         if timestamp < 0:
             rec = SourceRecord(topic, partition, offset, timestamp, key, value, headers)
             skip_or_fail(self.config, rec, node, "invalid-timestamp",
@@ -250,7 +248,7 @@ class Task:
             raise self._wrap(
                 exc,
                 f"processing record at topic {topic!r} partition "
-                f"{partition} offset {offset} key {_describe_key(record_key)} "
+                f"{partition} offset {offset} key {record_key!r:.100} "
                 f"timestamp {timestamp}",
             ) from exc
 
@@ -274,6 +272,8 @@ class Task:
         if batch.topic is None or self.punctuator.has_stream_time_schedules:
             return None
         node = self.source_node(batch.topic)
+        if node.timestamp_extractor is not None:
+            return None
         children = self._children[node.name]
         fasts: list[Any] = [self.processors.get(c) for c in children]
         if (

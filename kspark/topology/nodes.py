@@ -20,6 +20,9 @@ class SourceNode:
     key_serde: Serde | None
     value_serde: Serde | None
     pattern: re.Pattern[str] | None = None
+    #: ``timestamp_extractor(consumed_record, partition_time)``: each record's timestamp
+    #: (:mod:`kspark.processor.timestamps`; ``None``: the timestamp it was written with)
+    timestamp_extractor: Callable[[Any, int], int] | None = None
 
 
 @dataclass

@@ -90,8 +90,14 @@ class Topology:
         topic: str | list[str] | re.Pattern[str],
         key_serde: Any = None,
         value_serde: Any = None,
+        timestamp_extractor: Callable[[Any, int], int] | None = None,
     ) -> Topology:
-        """Read ``topic`` (a name, a list of names, or a compiled pattern)."""
+        """Read ``topic`` (a name, a list of names, or a compiled pattern), each record with
+        the timestamp ``timestamp_extractor(consumed_record, partition_time)`` gives it
+        (:mod:`kspark.processor.timestamps`; default: the timestamp it was written with)."""
+        if timestamp_extractor is not None and not callable(timestamp_extractor):
+            raise TopologyError(f"source {name!r}: timestamp_extractor must be callable "
+                                f"(record, partition_time) -> ms, got {timestamp_extractor!r}")
         self._check_new(name)
         pattern = topic if isinstance(topic, re.Pattern) else None
         topics: list[str] = (
@@ -101,7 +107,8 @@ class Topology:
             for node in self.nodes.values():
                 if isinstance(node, SourceNode) and t in node.topics:
                     raise TopologyError(f"topic {t!r} is already read by source {node.name!r}")
-        self.nodes[name] = SourceNode(name, topics, _serde(key_serde), _serde(value_serde), pattern)
+        self.nodes[name] = SourceNode(name, topics, _serde(key_serde), _serde(value_serde), pattern,
+                                      timestamp_extractor)
         return self
 
     def add_processor(self, name: str, supplier: Any, *parent_names: str) -> Topology:
@@ -233,6 +240,7 @@ class Topology:
         supplier: Any,
         key_serde: Any = None,
         value_serde: Any = None,
+        timestamp_extractor: Callable[[Any, int], int] | None = None,
     ) -> Topology:
         """Add a global store: kept by ``processor_name`` (a processor of the records of
         ``topic``, which writes the store) and readable by any processor connected to it. Every
@@ -242,7 +250,7 @@ class Topology:
         name = store_builder.name
         if name in self.store_builders:
             raise TopologyError(f"store {name!r} is already added to the topology")
-        self.add_source(source_name, topic, key_serde, value_serde)
+        self.add_source(source_name, topic, key_serde, value_serde, timestamp_extractor)
         self.add_processor(processor_name, supplier, source_name)
         store_builder.with_logging_disabled()
         self.add_state_store(store_builder, processor_name)

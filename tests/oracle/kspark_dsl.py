@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kspark import Materialized, StreamsBuilder, Topology, serdes
+from kspark import Materialized, StreamsBuilder, TimeWindows, Topology, serdes
 from kspark.processor import FixedKeyProcessor, FixedKeyRecord
 
 #: shape -> its parameters (besides the common ones)
 DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "repartition": {"rekey", "name", "partitions", "caching"},
-                                   "process_values": {"rekey", "caching"}}
+                                   "process_values": {"rekey", "caching"},
+                                   "timestamp_extractor": {"grace"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -103,9 +104,27 @@ def _process_values(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": serdes.Long()}
 
 
+def value_or_partition_time(record: Any, partition_time: int) -> int:
+    """The timestamp of the oracle's ``ValueOrPartitionTime``: the value, or the partition time
+    for a null value."""
+    return partition_time if record.value is None else int(record.value)
+
+
+def _timestamp_extractor(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    (builder.stream("in", serdes.String(), serdes.Long(),
+                    timestamp_extractor=value_or_partition_time)
+     .group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10, p.get("grace", 0)))
+     .count(Materialized("store", caching=False))
+     .to_stream().to("out", serdes.TimeWindowed(serdes.String(), 10), serdes.Long()))
+    return builder.build(), {"in": serdes.Long()}
+
+
 #: shape -> (its builder, the value serde of "out"; keys are strings)
 BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, serdes.Long()),
-            "process_values": (_process_values, serdes.Long())}
+            "process_values": (_process_values, serdes.Long()),
+            "timestamp_extractor": (_timestamp_extractor, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"}}
 

@@ -299,8 +299,9 @@ def _join(shape: str, p: Params) -> Built:
 def _dsl(shape: str, p: Params) -> Built:
     """A DSL shape (``kspark_dsl``): String keys."""
     topology, inputs = build_dsl(shape, p)
-    return Built(topology, inputs, serdes.String(), DSL_BUILDERS[shape][1],
-                 dict(DSL_STORES.get(shape, {})))
+    key = (serdes.TimeWindowed(serdes.String(), 10) if shape == "timestamp_extractor"
+           else serdes.String())
+    return Built(topology, inputs, key, DSL_BUILDERS[shape][1], dict(DSL_STORES.get(shape, {})))
 
 
 BUILDERS: dict[str, Callable[[Params], Built]] = {

@@ -459,7 +459,16 @@ def process_values_case(draw: st.DrawFn) -> dict:
     return {"shape": "process_values", "params": p, "inputs": draw(records("sum", True))}
 
 
+@st.composite
+def timestamp_extractor_case(draw: st.DrawFn) -> dict:
+    """Values as the records' event times (negative ones dropped, null ones at the partition
+    time), out of order."""
+    p = {"grace": draw(st.one_of(st.just(0), st.integers(1, 15)))}
+    return {"shape": "timestamp_extractor", "params": p, "inputs": draw(records("sum", True))}
+
+
 STRATEGIES["branch"] = branch_case()
+STRATEGIES["timestamp_extractor"] = timestamp_extractor_case()
 STRATEGIES["process_values"] = process_values_case()
 STRATEGIES["repartition"] = repartition_case()
 #: shapes without stores: no changelogs to compare

@@ -2,6 +2,7 @@ package kspark.oracle;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -17,11 +18,17 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,6 +56,7 @@ final class Dsl {
         SHAPES.put("branch", Set.of("prefix", "branches", "default"));
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
         SHAPES.put("process_values", Set.of("rekey", "caching"));
+        SHAPES.put("timestamp_extractor", Set.of("grace"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -61,6 +69,7 @@ final class Dsl {
             case "branch" -> branch(p);
             case "repartition" -> repartition(p);
             case "process_values" -> processValues(p);
+            case "timestamp_extractor" -> timestampExtractor(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
     }
@@ -167,6 +176,43 @@ final class Dsl {
         built.outputValueDeserializer = new LongDeserializer();
         built.stores.put("counts", "kv_ts");
         return built;
+    }
+
+    /**
+     * {@code stream("in", Consumed...withTimestampExtractor(ValueOrPartitionTime))
+     * .groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, grace)).count(Materialized.as("store")
+     * .withCachingDisabled()).toStream().to("out")}: each record's timestamp is its value, or
+     * the partition time for a null value (negative ones are dropped).
+     */
+    static Built timestampExtractor(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final long grace = p.ms("grace", 0L, 0);
+        final Materialized<String, Long, WindowStore<Bytes, byte[]>> m =
+            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("store").withCachingDisabled();
+        builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())
+                .withTimestampExtractor(new ValueOrPartitionTime()))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+            .count(m)
+            .toStream()
+            .to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), Serdes.Long()));
+        final Built built = new Built();
+        built.topology = builder.build();
+        built.inputTopics = List.of("in");
+        built.inputValueSerde = Oracle.cast(Serdes.Long());
+        built.outputKeyDeserializer = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
+        built.outputValueDeserializer = new LongDeserializer();
+        built.windowedOutput = true;
+        return built;
+    }
+
+    /** The extractor of {@link #timestampExtractor}. */
+    static final class ValueOrPartitionTime implements TimestampExtractor {
+        @Override
+        public long extract(final ConsumerRecord<Object, Object> record, final long partitionTime) {
+            final Object v = record.value();
+            return v == null ? partitionTime : (Long) v;
+        }
     }
 
     /** The fixed-key processor of {@link #processValues}. */

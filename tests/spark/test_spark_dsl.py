@@ -1,0 +1,46 @@
+"""The rest of the DSL on Spark (branching, repartition, topic extractors and fixed-key
+processors run in ``test_spark_differential.py``'s topology): timestamp extractors, whose
+partition times last across micro-batches, give the test driver's results."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from spark_harness import run_driver, run_spark
+
+from kspark import Materialized, StreamsBuilder, TimeWindows, serdes
+from kspark.processor.timestamps import ValueField
+
+pytestmark = pytest.mark.spark
+
+S, J, L = serdes.String(), serdes.Json(), serdes.Long()
+TW = serdes.TimeWindowed(S, 1_000)
+
+
+def topology():
+    b = StreamsBuilder()
+    (b.stream("events", S, J, timestamp_extractor=ValueField("at")).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(1_000, 1_500))
+     .count(Materialized("counts", caching=False))
+     .to_stream().to("counts", TW, L))
+    return b.build()
+
+
+def test_event_time_from_the_value_equals_the_drivers(spark, app_dir):
+    rng = random.Random(7)
+    events = []
+    for i in range(300):
+        at = i * 40 - rng.randint(0, 2_500)  # out of order: some too late, some negative
+        value = {"at": at} if rng.random() > 0.05 else {"no": 1}
+        events.append((f"u{rng.randrange(5)}", value, 1_000_000 + i))  # written in order
+    inputs, outputs, serdes_in = {"events": events}, {"counts": (TW, L)}, {"events": (S, J)}
+    expected = run_driver(topology(), inputs, outputs, serdes_in)
+    actual, app = run_spark(spark, topology(), inputs, outputs, serdes_in, app_dir, batches=3,
+                            app_id="extractor")
+    assert actual["counts"] == expected["counts"]
+    # the windows follow the values' times, not the times the records were written with
+    assert {r[0].window.start for r in actual["counts"]} <= set(range(0, 12_000, 1_000))
+    metrics = app.metrics()
+    assert metrics["dropped-records-invalid-timestamp"] > 0
+    assert metrics["dropped-records-expired-window"] > 0
