@@ -5,12 +5,15 @@
 
 from kspark.dsl.api import (
     BranchedKStream,
+    CogroupedKStream,
     GlobalKTable,
     KGroupedStream,
     KGroupedTable,
     KStream,
     KTable,
+    SessionWindowedCogroupedKStream,
     SessionWindowedKStream,
+    TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
 )
 from kspark.dsl.builder import StreamsBuilder
@@ -21,6 +24,7 @@ from kspark.dsl.suppressed import BufferConfig, Suppressed
 __all__ = [
     "BranchedKStream",
     "BufferConfig",
+    "CogroupedKStream",
     "GlobalKTable",
     "Joined",
     "KGroupedStream",
@@ -28,10 +32,12 @@ __all__ = [
     "KStream",
     "KTable",
     "Materialized",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
 ]
 

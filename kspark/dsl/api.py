@@ -340,6 +340,61 @@ class KGroupedStream(ABC):
         :class:`SessionWindowedKStream`, time and sliding windows a
         :class:`TimeWindowedKStream`."""
 
+    @abstractmethod
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """This grouped stream as the first of a cogroup (Kafka Streams' KIP-150): one
+        aggregate that several grouped streams update, each with its own
+        ``aggregator(key, value, agg)``, kept in one store."""
+
+
+class CogroupedKStream(ABC):
+    """Grouped streams that update one aggregate (:meth:`KGroupedStream.cogroup`)."""
+
+    @abstractmethod
+    def cogroup(self, grouped: KGroupedStream,
+                aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Add ``grouped`` with its ``aggregator(key, value, agg)``; returns this cogroup."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per key: each record of any of the grouped streams updates the one aggregate with
+        its stream's aggregator, from ``initializer()``. Null keys and values are dropped and
+        counted."""
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedCogroupedKStream: ...
+
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows
+                    ) -> TimeWindowedCogroupedKStream: ...
+
+    @abstractmethod
+    def windowed_by(
+        self, windows: SessionWindows | TimeWindows | SlidingWindows
+    ) -> SessionWindowedCogroupedKStream | TimeWindowedCogroupedKStream:
+        """The cogroup aggregated per key and window (results on every update)."""
+
+
+class TimeWindowedCogroupedKStream(ABC):
+    """A cogroup windowed by time or sliding windows."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per key and window: each stream's aggregator from ``initializer()``, one store."""
+
+
+class SessionWindowedCogroupedKStream(ABC):
+    """A cogroup windowed into sessions."""
+
+    @abstractmethod
+    def aggregate(self, initializer: Callable[[], Any],
+                  merger: Callable[[Any, Any, Any], Any],
+                  materialized: MaterializedLike = None) -> KTable:
+        """Per key and session: each stream's aggregator from ``initializer()``; sessions a
+        record joins combine with ``merger(key, agg1, agg2)``."""
+
 
 class KGroupedTable(ABC):
     """The rows of a table re-keyed by ``KTable.group_by``. Every aggregation reads the

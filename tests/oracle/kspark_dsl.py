@@ -5,14 +5,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from kspark import Materialized, StreamsBuilder, TimeWindows, Topology, serdes
+from kspark import (
+    Materialized,
+    SessionWindows,
+    SlidingWindows,
+    StreamsBuilder,
+    TimeWindows,
+    Topology,
+    serdes,
+)
 from kspark.processor import FixedKeyProcessor, FixedKeyRecord
 
 #: shape -> its parameters (besides the common ones)
 DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "repartition": {"rekey", "name", "partitions", "caching"},
                                    "process_values": {"rekey", "caching"},
-                                   "timestamp_extractor": {"grace"}}
+                                   "timestamp_extractor": {"grace"},
+                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -121,10 +130,54 @@ def _timestamp_extractor(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": serdes.Long()}
 
 
+#: the retention of a windowed cogroup's store (the oracle's): nothing expires within a case
+WINDOWED_RETENTION = 10_000_000
+
+
+def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    text, long = serdes.String(), serdes.Long()
+    a = builder.stream("a", text, long).group_by_key(text, long)
+    b = builder.stream("b", text, long)
+    if p.get("rekey_b", False):
+        b = b.select_key(lambda k, v: k)
+    windows, grace = p.get("windows", "none"), p.get("grace", 0)
+    m = Materialized("store" if p.get("named", True) else None, caching=p.get("caching", True),
+                     key_serde=text, value_serde=long,
+                     retention=None if windows == "none" else WINDOWED_RETENTION)
+    # windowed aggregations pass null values on (a plain one drops them)
+    cogrouped = (a.cogroup(lambda k, v, agg: agg if v is None else agg + v)
+                 .cogroup(b.group_by_key(text, long),
+                          lambda k, v, agg: agg + 1000 if v is None else agg * 2 - v))
+    if windows == "none":
+        cogrouped.aggregate(lambda: 0, m).to_stream().to("out", text, long)
+    elif windows == "session":
+        (cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, grace))
+         .aggregate(lambda: 0, lambda k, x, y: x + y, m)
+         .to_stream().to("out", serdes.SessionWindowed(text), long))
+    else:
+        w = (TimeWindows.of_size_and_grace(10, grace) if windows == "time"
+             else SlidingWindows.of_time_difference_and_grace(10, grace))
+        (cogrouped.windowed_by(w).aggregate(lambda: 0, m)
+         .to_stream().to("out", serdes.TimeWindowed(text, 10), long))
+    return builder.build(), {"a": long, "b": long}
+
+
+def out_key_serde(shape: str, p: Any) -> serdes.Serde:
+    """The key serde of "out" for a DSL shape."""
+    windows = p.get("windows", "none") if shape == "cogroup" else "none"
+    if shape == "timestamp_extractor" or windows in ("time", "sliding"):
+        return serdes.TimeWindowed(serdes.String(), 10)
+    if windows == "session":
+        return serdes.SessionWindowed(serdes.String())
+    return serdes.String()
+
+
 #: shape -> (its builder, the value serde of "out"; keys are strings)
 BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, serdes.Long()),
             "process_values": (_process_values, serdes.Long()),
-            "timestamp_extractor": (_timestamp_extractor, serdes.Long())}
+            "timestamp_extractor": (_timestamp_extractor, serdes.Long()),
+            "cogroup": (_cogroup, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"}}
 

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from kspark_dsl import BUILDERS as DSL_BUILDERS
-from kspark_dsl import DSL_SHAPES, build_dsl
+from kspark_dsl import DSL_SHAPES, build_dsl, out_key_serde
 from kspark_dsl import STORES as DSL_STORES
 from kspark_joins import JOIN_SHAPES, build_join
 
@@ -299,9 +299,11 @@ def _join(shape: str, p: Params) -> Built:
 def _dsl(shape: str, p: Params) -> Built:
     """A DSL shape (``kspark_dsl``): String keys."""
     topology, inputs = build_dsl(shape, p)
-    key = (serdes.TimeWindowed(serdes.String(), 10) if shape == "timestamp_extractor"
-           else serdes.String())
-    return Built(topology, inputs, key, DSL_BUILDERS[shape][1], dict(DSL_STORES.get(shape, {})))
+    key = out_key_serde(shape, p)
+    stores = dict(DSL_STORES.get(shape, {}))
+    if shape == "cogroup" and p.get("named", True) and p.get("windows", "none") == "none":
+        stores["store"] = "kv_ts"
+    return Built(topology, inputs, key, DSL_BUILDERS[shape][1], stores)
 
 
 BUILDERS: dict[str, Callable[[Params], Built]] = {

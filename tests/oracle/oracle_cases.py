@@ -467,7 +467,20 @@ def timestamp_extractor_case(draw: st.DrawFn) -> dict:
     return {"shape": "timestamp_extractor", "params": p, "inputs": draw(records("sum", True))}
 
 
+@st.composite
+def cogroup_case(draw: st.DrawFn) -> dict:
+    p = {"rekey_b": draw(st.booleans()), "named": draw(st.booleans()),
+         "caching": draw(st.booleans()), "store_type": draw(store_type()),
+         "windows": draw(st.sampled_from(["none", "time", "sliding", "session"]))}
+    if p["windows"] != "none":
+        p["grace"] = draw(grace())
+    value = st.one_of(st.integers(-5, 20), st.none())
+    return {"shape": "cogroup", "params": p,
+            "inputs": draw(join_records(("a", "b"), value=value))}
+
+
 STRATEGIES["branch"] = branch_case()
+STRATEGIES["cogroup"] = cogroup_case()
 STRATEGIES["timestamp_extractor"] = timestamp_extractor_case()
 STRATEGIES["process_values"] = process_values_case()
 STRATEGIES["repartition"] = repartition_case()

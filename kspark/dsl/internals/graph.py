@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kspark.dsl.api import (
     GlobalKTable,
@@ -158,8 +158,12 @@ class DslGraph(ABC):
                           windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
 
 
+@runtime_checkable
 class Grouping(Protocol):
-    """What a windowed aggregation needs of the grouped stream it windows."""
+    """What a windowed aggregation or a cogroup needs of a grouped stream."""
+
+    @property
+    def node_name(self) -> str: ...
 
     @property
     def graph(self) -> DslGraph: ...

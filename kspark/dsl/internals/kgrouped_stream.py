@@ -6,8 +6,15 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, overload
 
-from kspark.dsl.api import KGroupedStream, KTable, SessionWindowedKStream, TimeWindowedKStream
+from kspark.dsl.api import (
+    CogroupedKStream,
+    KGroupedStream,
+    KTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
 from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
+from kspark.dsl.internals.cogroup import CogroupedKStreamImpl
 from kspark.dsl.internals.graph import DslGraph, key_value_store_builder, store_name_for
 from kspark.dsl.internals.processors import StreamAggregateProcessor
 from kspark.dsl.internals.table_views import OldValues, StoreView
@@ -83,6 +90,9 @@ class KGroupedStreamImpl(KGroupedStream):
                   materialized: Materialized | str | None = None) -> KTable:
         return self._aggregate("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
                                materialized)
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        return CogroupedKStreamImpl(self._builder).cogroup(self, aggregator)
 
     @overload
     def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...

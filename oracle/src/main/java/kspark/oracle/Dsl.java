@@ -11,13 +11,20 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.CogroupedKStream;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -57,6 +64,7 @@ final class Dsl {
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
+        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -70,6 +78,7 @@ final class Dsl {
             case "repartition" -> repartition(p);
             case "process_values" -> processValues(p);
             case "timestamp_extractor" -> timestampExtractor(p);
+            case "cogroup" -> cogroup(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
     }
@@ -205,6 +214,71 @@ final class Dsl {
         built.windowedOutput = true;
         return built;
     }
+
+    /**
+     * {@code stream("a").groupByKey().cogroup((k, v, agg) -> agg + v).cogroup(stream("b")
+     * [.selectKey((k, v) -> k)].groupByKey(), (k, v, agg) -> agg * 2 - v)[.windowedBy(windows of
+     * 10 ms with grace)].aggregate(() -> 0[, (k, x, y) -> x + y for sessions],
+     * Materialized[.as("store")]).toStream().to("out")}, String keys and Long values; a windowed
+     * store keeps {@link #WINDOWED_RETENTION}.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Built cogroup(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final Grouped<String, Long> grouped = Grouped.with(Serdes.String(), Serdes.Long());
+        final KGroupedStream<String, Long> a = builder.stream("a", Consumed.with(Serdes.String(), Serdes.Long()))
+            .groupByKey(grouped);
+        KStream<String, Long> b = builder.stream("b", Consumed.with(Serdes.String(), Serdes.Long()));
+        if (p.bool("rekey_b", false)) {
+            b = b.selectKey((k, v) -> k);
+        }
+        final boolean named = p.bool("named", true);
+        final String windows = p.choice("windows", "none", Set.of("none", "time", "sliding", "session"));
+        final long grace = p.ms("grace", 0L, 0);
+        Materialized m = named ? Materialized.as("store") : Materialized.with(Serdes.String(), Serdes.Long());
+        m = m.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
+        m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
+        if (!windows.equals("none")) {
+            m = m.withRetention(Duration.ofMillis(WINDOWED_RETENTION));
+        }
+        // windowed aggregations pass null values on (a plain one drops them): null adds nothing
+        final CogroupedKStream<String, Long> cogrouped = a.<Long>cogroup((k, v, agg) -> v == null ? agg : agg + v)
+            .cogroup(b.groupByKey(grouped), (k, v, agg) -> v == null ? agg + 1000 : agg * 2 - v);
+        final Built built = new Built();
+        built.outputKeyDeserializer = new StringDeserializer();
+        switch (windows) {
+            case "none" -> cogrouped.aggregate(() -> 0L, m)
+                .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+            case "session" -> {
+                cogrouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                    .aggregate(() -> 0L, (k, x, y) -> x + y, m)
+                    .toStream().to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                built.outputKeyDeserializer = new SessionWindowedDeserializer<>(new StringDeserializer());
+                built.windowedOutput = true;
+            }
+            default -> {
+                final KTable<Windowed<String>, Long> table = windows.equals("time")
+                    ? cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                        .aggregate(() -> 0L, m)
+                    : cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                        .aggregate(() -> 0L, m);
+                table.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), Serdes.Long()));
+                built.outputKeyDeserializer = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
+                built.windowedOutput = true;
+            }
+        }
+        built.topology = builder.build();
+        built.inputTopics = List.of("a", "b");
+        built.inputValueSerde = Oracle.cast(Serdes.Long());
+        built.outputValueDeserializer = new LongDeserializer();
+        if (named && windows.equals("none")) {
+            built.stores.put("store", "kv_ts");
+        }
+        return built;
+    }
+
+    /** The retention of a windowed cogroup's store: nothing expires within a case. */
+    static final long WINDOWED_RETENTION = 10_000_000L;
 
     /** The extractor of {@link #timestampExtractor}. */
     static final class ValueOrPartitionTime implements TimestampExtractor {
