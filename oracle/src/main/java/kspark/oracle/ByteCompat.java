@@ -109,9 +109,10 @@ final class ByteCompat {
             case "restore" -> restore(doc, stateDir);
             case "window_puts" -> windowPuts(doc, stateDir);
             case "restore_and_run" -> restoreAndRun(doc, stateDir);
+            case "describe" -> Dsl.describe(doc);
             // the requests on stores, then the one on a whole application
             default -> throw new Oracle.CaseError("unknown request '" + request
-                + "' (known: restore, serde, window_puts) (to restart a case from changelogs: restore_and_run)");
+                + "' (known: describe, restore, serde, window_puts) (to restart a case from changelogs: restore_and_run)");
         };
     }
 

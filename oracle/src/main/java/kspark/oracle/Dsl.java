@@ -1,6 +1,7 @@
 package kspark.oracle;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.serialization.LongDeserializer;
@@ -12,7 +13,9 @@ import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.CogroupedKStream;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -22,6 +25,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -33,6 +37,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
 import java.time.Duration;
@@ -275,6 +280,49 @@ final class Dsl {
             built.stores.put("store", "kv_ts");
         }
         return built;
+    }
+
+    /**
+     * {@code {"request": "describe", "topology": "sessions_example" | "join_and_branch"}}: one
+     * line {@code {"kind": "describe", "text": ...}} with the description of an application's
+     * topology built in Java, as tests/dsl/test_describe_kafka_streams.py builds it in Python.
+     */
+    static ArrayNode describe(final JsonNode doc) {
+        final String name = ByteCompat.need(doc, "topology").asText();
+        final StreamsBuilder builder = new StreamsBuilder();
+        switch (name) {
+            case "sessions_example" -> {
+                // kspark/examples/sessions.py
+                final SessionWindowedKStream<String, String> sessions = builder
+                    .stream("clicks", Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(10)))
+                    .emitStrategy(EmitStrategy.onWindowClose());
+                sessions.count(Materialized.as("session-counts")).toStream().to("session-counts");
+                sessions.aggregate(() -> "", (k, v, agg) -> agg + v, (k, x, y) -> x + y,
+                        Materialized.<String, String, SessionStore<Bytes, byte[]>>as("session-pages"))
+                    .toStream().to("session-pages");
+            }
+            case "join_and_branch" -> {
+                final KStream<String, String> impressions = builder.stream("impressions");
+                final KStream<String, String> clicks = builder.stream("clicks");
+                final KTable<String, String> campaigns = builder.table("campaigns", Materialized.as("campaigns"));
+                final Map<String, KStream<String, String>> branches = impressions
+                    .leftJoin(clicks, (i, c) -> i + "+" + c,
+                        JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(10), Duration.ofMinutes(1)))
+                    .join(campaigns, (v, c) -> v + "@" + c)
+                    .split(Named.as("attributed-"))
+                    .branch((k, v) -> v.contains("+null"), Branched.as("unclicked"))
+                    .defaultBranch(Branched.as("clicked"));
+                branches.get("attributed-clicked").to("clicked");
+                branches.get("attributed-unclicked").groupByKey().count(Materialized.as("unclicked-counts"))
+                    .toStream().to("unclicked-counts");
+            }
+            default -> throw new CaseError("unknown topology '" + name + "' (known: join_and_branch, sessions_example)");
+        }
+        final ArrayNode lines = Oracle.NODES.arrayNode();
+        lines.addObject().put("kind", "describe").put("text", builder.build().describe().toString());
+        return lines;
     }
 
     /** The retention of a windowed cogroup's store: nothing expires within a case. */
