@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -95,10 +96,7 @@ final class Dsl {
      */
     static Built repartition(final Params p) {
         final StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, Long> in = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
-        if (p.bool("rekey", false)) {
-            in = in.selectKey((k, v) -> v == null ? null : k + Math.floorMod(v, 2));
-        }
+        final KStream<String, Long> in = maybeRekey(p, builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())));
         final String name = Joins.optString(p, "name");
         final Long partitions = p.optMs("partitions", 1);
         Repartitioned<String, Long> repartitioned = name == null
@@ -107,18 +105,34 @@ final class Dsl {
         if (partitions != null) {
             repartitioned = repartitioned.withNumberOfPartitions(partitions.intValue());
         }
-        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized.as("counts");
-        m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
-        in.repartition(repartitioned).groupByKey().count(m)
+        in.repartition(repartitioned).groupByKey().count(counts(p))
             .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
-        final Built built = new Built();
-        built.topology = builder.build();
-        built.inputTopics = List.of("in");
-        built.inputValueSerde = Oracle.cast(Serdes.Long());
-        built.outputKeyDeserializer = new StringDeserializer();
-        built.outputValueDeserializer = new LongDeserializer();
+        final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
         built.stores.put("counts", "kv_ts");
         return built;
+    }
+
+    /** A shape's topology with its input topics, Long input values and "out"'s deserializers. */
+    static Built built(final StreamsBuilder builder, final List<String> inputs,
+                       final Deserializer<?> keys, final Deserializer<?> values) {
+        final Built built = new Built();
+        built.topology = builder.build();
+        built.inputTopics = inputs;
+        built.inputValueSerde = Oracle.cast(Serdes.Long());
+        built.outputKeyDeserializer = keys;
+        built.outputValueDeserializer = values;
+        return built;
+    }
+
+    /** With {@code rekey}: {@code selectKey((k, v) -> v == null ? null : k + floorMod(v, 2))}. */
+    static KStream<String, Long> maybeRekey(final Params p, final KStream<String, Long> in) {
+        return p.bool("rekey", false) ? in.selectKey((k, v) -> v == null ? null : k + Math.floorMod(v, 2)) : in;
+    }
+
+    /** {@code Materialized.as("counts")} with caching as {@code caching} says (default on). */
+    static Materialized<String, Long, KeyValueStore<Bytes, byte[]>> counts(final Params p) {
+        final Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized.as("counts");
+        return p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
     }
 
     /**
@@ -156,13 +170,7 @@ final class Dsl {
             final String name = e.getKey();
             e.getValue().mapValues(v -> name + ":" + v).to("out", Produced.with(Serdes.String(), Serdes.String()));
         }
-        final Built built = new Built();
-        built.topology = builder.build();
-        built.inputTopics = List.of("in");
-        built.inputValueSerde = Oracle.cast(Serdes.Long());
-        built.outputKeyDeserializer = new StringDeserializer();
-        built.outputValueDeserializer = new StringDeserializer();
-        return built;
+        return built(builder, List.of("in"), new StringDeserializer(), new StringDeserializer());
     }
 
     /**
@@ -174,20 +182,10 @@ final class Dsl {
      */
     static Built processValues(final Params p) {
         final StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, Long> in = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
-        if (p.bool("rekey", false)) {
-            in = in.selectKey((k, v) -> v == null ? null : k + Math.floorMod(v, 2));
-        }
-        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized.as("counts");
-        m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
-        in.processValues(Doubling::new).groupByKey(Grouped.with(Serdes.String(), Serdes.Long())).count(m)
+        maybeRekey(p, builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())))
+            .processValues(Doubling::new).groupByKey(Grouped.with(Serdes.String(), Serdes.Long())).count(counts(p))
             .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
-        final Built built = new Built();
-        built.topology = builder.build();
-        built.inputTopics = List.of("in");
-        built.inputValueSerde = Oracle.cast(Serdes.Long());
-        built.outputKeyDeserializer = new StringDeserializer();
-        built.outputValueDeserializer = new LongDeserializer();
+        final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
         built.stores.put("counts", "kv_ts");
         return built;
     }
@@ -210,12 +208,8 @@ final class Dsl {
             .count(m)
             .toStream()
             .to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), Serdes.Long()));
-        final Built built = new Built();
-        built.topology = builder.build();
-        built.inputTopics = List.of("in");
-        built.inputValueSerde = Oracle.cast(Serdes.Long());
-        built.outputKeyDeserializer = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
-        built.outputValueDeserializer = new LongDeserializer();
+        final Built built = built(builder, List.of("in"),
+            new TimeWindowedDeserializer<>(new StringDeserializer(), 10L), new LongDeserializer());
         built.windowedOutput = true;
         return built;
     }
@@ -249,8 +243,7 @@ final class Dsl {
         // windowed aggregations pass null values on (a plain one drops them): null adds nothing
         final CogroupedKStream<String, Long> cogrouped = a.<Long>cogroup((k, v, agg) -> v == null ? agg : agg + v)
             .cogroup(b.groupByKey(grouped), (k, v, agg) -> v == null ? agg + 1000 : agg * 2 - v);
-        final Built built = new Built();
-        built.outputKeyDeserializer = new StringDeserializer();
+        Deserializer<?> keys = new StringDeserializer();
         switch (windows) {
             case "none" -> cogrouped.aggregate(() -> 0L, m)
                 .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
@@ -258,8 +251,7 @@ final class Dsl {
                 cogrouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
                     .aggregate(() -> 0L, (k, x, y) -> x + y, m)
                     .toStream().to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
-                built.outputKeyDeserializer = new SessionWindowedDeserializer<>(new StringDeserializer());
-                built.windowedOutput = true;
+                keys = new SessionWindowedDeserializer<>(new StringDeserializer());
             }
             default -> {
                 final KTable<Windowed<String>, Long> table = windows.equals("time")
@@ -268,14 +260,11 @@ final class Dsl {
                     : cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
                         .aggregate(() -> 0L, m);
                 table.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), Serdes.Long()));
-                built.outputKeyDeserializer = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
-                built.windowedOutput = true;
+                keys = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
             }
         }
-        built.topology = builder.build();
-        built.inputTopics = List.of("a", "b");
-        built.inputValueSerde = Oracle.cast(Serdes.Long());
-        built.outputValueDeserializer = new LongDeserializer();
+        final Built built = built(builder, List.of("a", "b"), keys, new LongDeserializer());
+        built.windowedOutput = !windows.equals("none");
         if (named && windows.equals("none")) {
             built.stores.put("store", "kv_ts");
         }
