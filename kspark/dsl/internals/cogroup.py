@@ -27,17 +27,10 @@ from kspark.dsl.internals.aggregations import Aggregate
 from kspark.dsl.internals.graph import DslGraph, Grouping, key_value_store_builder, store_name_for
 from kspark.dsl.internals.processors import StreamAggregateProcessor
 from kspark.dsl.internals.table_views import OldValues, StoreView, WindowedGetterSupplier
-from kspark.dsl.internals.windowing.session import (
+from kspark.dsl.internals.windowing.kinds import (
     SessionWindowAggregateProcessor,
     session_store_builder,
-)
-from kspark.dsl.internals.windowing.sliding import (
-    SlidingWindowAggregateProcessor,
-    sliding_window_store_builder,
-)
-from kspark.dsl.internals.windowing.time_windows import (
-    TimeWindowAggregateProcessor,
-    time_window_store_builder,
+    timed,
 )
 from kspark.dsl.materialized import Materialized, as_materialized, with_default_serdes
 from kspark.serdes import Serde, SessionWindowed, TimeWindowed
@@ -149,14 +142,7 @@ class TimeWindowedCogroupedImpl(TimeWindowedCogroupedKStream):
                   materialized: Materialized | str | None = None) -> KTable:
         w = self._windows
         emit = EmitStrategy.on_window_update()
-        processor: Any
-        store_builder: Any
-        if isinstance(w, SlidingWindows):
-            processor, store_builder = SlidingWindowAggregateProcessor, sliding_window_store_builder
-            size = w.time_difference_ms
-        else:
-            processor, store_builder = TimeWindowAggregateProcessor, time_window_store_builder
-            size = w.size_ms
+        processor, store_builder, size = timed(w)
         return _build(self._groups, initializer, None, materialized,
                       lambda store, aggregation: partial(processor, store, w, aggregation, emit),
                       lambda store, m: store_builder(store, w, m),

@@ -20,17 +20,10 @@ from kspark.dsl.api import KTable, SessionWindowedKStream, TimeWindowedKStream
 from kspark.dsl.internals.aggregations import Aggregate, Aggregation, Count, Reduce
 from kspark.dsl.internals.graph import Grouping, store_name_for
 from kspark.dsl.internals.table_views import OldValues, StoreView, WindowedGetterSupplier
-from kspark.dsl.internals.windowing.session import (
+from kspark.dsl.internals.windowing.kinds import (
     SessionWindowAggregateProcessor,
     session_store_builder,
-)
-from kspark.dsl.internals.windowing.sliding import (
-    SlidingWindowAggregateProcessor,
-    sliding_window_store_builder,
-)
-from kspark.dsl.internals.windowing.time_windows import (
-    TimeWindowAggregateProcessor,
-    time_window_store_builder,
+    timed,
 )
 from kspark.dsl.materialized import Materialized, as_materialized, with_default_serdes
 from kspark.serdes import Serde, SessionWindowed, TimeWindowed
@@ -126,13 +119,7 @@ class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
                materialized: Materialized | str | None) -> KTable:
         w = self._windows
         emit = self._emit_strategy
-        size = w.time_difference_ms if isinstance(w, SlidingWindows) else w.size_ms
-        processor: Any
-        store_builder: Any
-        if isinstance(w, SlidingWindows):
-            processor, store_builder = SlidingWindowAggregateProcessor, sliding_window_store_builder
-        else:
-            processor, store_builder = TimeWindowAggregateProcessor, time_window_store_builder
+        processor, store_builder, size = timed(w)
         return self._build(
             prefix, materialized, aggregation,
             lambda store: partial(processor, store, w, aggregation, emit),
