@@ -252,7 +252,7 @@ def test_kafka_streams_session_changelog_attached_as_window_store_fails_clearly(
 
 
 @pytest.mark.parametrize(("request_", "message"), [
-    ({"request": "translate"}, "unknown request 'translate' (known: restore, serde, "
+    ({"request": "translate"}, "unknown request 'translate' (known: describe, restore, serde, "
                                "window_puts)"),
     ({"request": "serde", "windowed": "hopping"}, "unknown windowed serde 'hopping'"),
     ({"request": "restore", "kind": "list_value"}, "unknown store kind 'list_value'"),
