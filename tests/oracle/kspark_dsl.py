@@ -21,7 +21,9 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "repartition": {"rekey", "name", "partitions", "caching"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
-                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace"}}
+                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
+                                   "table_ops": {"source", "source_named", "caching", "operation",
+                                                 "op_materialized", "op_caching"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -163,6 +165,32 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"a": long, "b": long}
 
 
+def _even(k: Any, v: Any) -> bool:
+    return v is not None and v % 2 == 0
+
+
+def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    text, long = serdes.String(), serdes.Long()
+    sm = Materialized("source" if p.get("source_named", False) else None,
+                      caching=p.get("caching", True), key_serde=text, value_serde=long)
+    table = (builder.table("in", text, long, sm) if p.get("source", "table") == "table"
+             else builder.stream("in", text, long).to_table(sm))
+    rm = (Materialized("result", caching=p.get("op_caching", True), key_serde=text,
+                       value_serde=long) if p.get("op_materialized", False) else None)
+    op = p.get("operation")
+    if op == "filter":
+        result = table.filter(_even, rm)
+    elif op == "filter_not":
+        result = table.filter_not(_even, rm)
+    elif op == "map_values":
+        result = table.map_values(lambda v: v * 10, rm)
+    else:
+        raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values)")
+    result.to_stream().to("out", text, long)
+    return builder.build(), {"in": long}
+
+
 def out_key_serde(shape: str, p: Any) -> serdes.Serde:
     """The key serde of "out" for a DSL shape."""
     windows = p.get("windows", "none") if shape == "cogroup" else "none"
@@ -177,7 +205,8 @@ def out_key_serde(shape: str, p: Any) -> serdes.Serde:
 BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, serdes.Long()),
             "process_values": (_process_values, serdes.Long()),
             "timestamp_extractor": (_timestamp_extractor, serdes.Long()),
-            "cogroup": (_cogroup, serdes.Long())}
+            "cogroup": (_cogroup, serdes.Long()),
+            "table_ops": (_table_ops, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"}}
 

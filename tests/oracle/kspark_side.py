@@ -303,6 +303,10 @@ def _dsl(shape: str, p: Params) -> Built:
     stores = dict(DSL_STORES.get(shape, {}))
     if shape == "cogroup" and p.get("named", True) and p.get("windows", "none") == "none":
         stores["store"] = "kv_ts"
+    if shape == "table_ops":
+        stores.update({name: "kv_ts" for name, param in (("source", "source_named"),
+                                                        ("result", "op_materialized"))
+                       if p.get(param, False)})
     return Built(topology, inputs, key, DSL_BUILDERS[shape][1], stores)
 
 

@@ -479,7 +479,20 @@ def cogroup_case(draw: st.DrawFn) -> dict:
             "inputs": draw(join_records(("a", "b"), value=value))}
 
 
+@st.composite
+def table_ops_case(draw: st.DrawFn) -> dict:
+    """A table read from its topic or from a stream (``to_table``), named or not, filtered or
+    mapped, the result materialized or not: what each forwards, tombstones included."""
+    p = {"source": draw(st.sampled_from(["table", "to_table"])),
+         "source_named": draw(st.booleans()), "caching": draw(st.booleans()),
+         "operation": draw(st.sampled_from(["filter", "filter_not", "map_values"])),
+         "op_materialized": draw(st.booleans()), "op_caching": draw(st.booleans()),
+         "store_type": draw(store_type())}
+    return {"shape": "table_ops", "params": p, "inputs": draw(records("sum", True))}
+
+
 STRATEGIES["branch"] = branch_case()
+STRATEGIES["table_ops"] = table_ops_case()
 STRATEGIES["cogroup"] = cogroup_case()
 STRATEGIES["timestamp_extractor"] = timestamp_extractor_case()
 STRATEGIES["process_values"] = process_values_case()

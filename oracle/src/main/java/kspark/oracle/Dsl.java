@@ -46,6 +46,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.TreeMap;
 
 import kspark.oracle.Oracle.Built;
@@ -71,6 +72,7 @@ final class Dsl {
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
+        SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -85,6 +87,7 @@ final class Dsl {
             case "process_values" -> processValues(p);
             case "timestamp_extractor" -> timestampExtractor(p);
             case "cogroup" -> cogroup(p);
+            case "table_ops" -> tableOps(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
     }
@@ -316,6 +319,46 @@ final class Dsl {
 
     /** The retention of a windowed cogroup's store: nothing expires within a case. */
     static final long WINDOWED_RETENTION = 10_000_000L;
+
+    /**
+     * {@code table("in", Materialized[.as("source")])} (or {@code stream("in").toTable(...)} with
+     * {@code source = "to_table"}), then {@code filter(v -> v % 2 == 0)}, {@code filterNot(...)}
+     * or {@code mapValues(v -> v * 10)}, materialized as "result" when asked, then
+     * {@code toStream().to("out")}: what each forwards, tombstones included.
+     */
+    static Built tableOps(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final boolean sourceNamed = p.bool("source_named", false);
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> sm = sourceNamed
+            ? Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("source")
+            : Materialized.with(Serdes.String(), Serdes.Long());
+        sm = sm.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
+        sm = p.bool("caching", true) ? sm.withCachingEnabled() : sm.withCachingDisabled();
+        final KTable<String, Long> table = p.choice("source", "table", Set.of("table", "to_table")).equals("table")
+            ? builder.table("in", Consumed.with(Serdes.String(), Serdes.Long()), sm)
+            : builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())).toTable(sm);
+        final boolean opMaterialized = p.bool("op_materialized", false);
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> rm =
+            Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("result")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
+        rm = p.bool("op_caching", true) ? rm.withCachingEnabled() : rm.withCachingDisabled();
+        final Predicate<String, Long> even = (k, v) -> v != null && Math.floorMod(v, 2) == 0;
+        final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values"))) {
+            case "filter" -> opMaterialized ? table.filter(even, rm) : table.filter(even);
+            case "filter_not" -> opMaterialized ? table.filterNot(even, rm) : table.filterNot(even);
+            default -> opMaterialized ? table.mapValues(v -> v * 10, rm) : table.mapValues(v -> v * 10);
+        };
+        result.toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
+        if (sourceNamed) {
+            built.stores.put("source", "kv_ts");
+        }
+        if (opMaterialized) {
+            built.stores.put("result", "kv_ts");
+        }
+        built.changelogStores = new TreeSet<>(built.stores.keySet());  // by name, as kspark's side
+        return built;
+    }
 
     /** The extractor of {@link #timestampExtractor}. */
     static final class ValueOrPartitionTime implements TimestampExtractor {
