@@ -21,6 +21,8 @@ MaterializedLike = Materialized | str | None
 
 class KStream(ABC):
     """An unbounded stream of records. Stateless operators keep records with null keys.
+    ``name=`` names an operator's node as Kafka Streams' ``Named`` does (the index it would
+    have had is taken all the same).
 
     After an operator that may change the key (``map``, ``select_key``, ``flat_map``,
     ``process``) the next key-based stateful operator reads the records back through a
@@ -32,39 +34,44 @@ class KStream(ABC):
         """Name of the topology node this stream comes out of."""
 
     @abstractmethod
-    def filter(self, predicate: Callable[[Any, Any], Any]) -> KStream:
+    def filter(self, predicate: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
         """Records for which ``predicate(key, value)`` is true."""
 
     @abstractmethod
-    def filter_not(self, predicate: Callable[[Any, Any], Any]) -> KStream:
+    def filter_not(self, predicate: Callable[[Any, Any], Any], name: str | None = None
+                   ) -> KStream:
         """Records for which ``predicate(key, value)`` is false."""
 
     @abstractmethod
-    def map_values(self, mapper: Callable[[Any], Any]) -> KStream:
+    def map_values(self, mapper: Callable[[Any], Any], name: str | None = None) -> KStream:
         """Each record with value ``mapper(value)``; the key is unchanged."""
 
     @abstractmethod
-    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], name: str | None = None
+            ) -> KStream:
         """Each record as ``mapper(key, value) -> (new_key, new_value)``."""
 
     @abstractmethod
-    def select_key(self, selector: Callable[[Any, Any], Any]) -> KStream:
+    def select_key(self, selector: Callable[[Any, Any], Any], name: str | None = None
+                   ) -> KStream:
         """Each record with key ``selector(key, value)``."""
 
     @abstractmethod
-    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> KStream:
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
+                 name: str | None = None) -> KStream:
         """Zero or more records ``(new_key, new_value)`` per record."""
 
     @abstractmethod
-    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]]) -> KStream:
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], name: str | None = None
+                        ) -> KStream:
         """Zero or more records per record, each with one of ``mapper(value)`` and the key."""
 
     @abstractmethod
-    def peek(self, action: Callable[[Any, Any], Any]) -> KStream:
+    def peek(self, action: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
 
     @abstractmethod
-    def merge(self, other: KStream) -> KStream:
+    def merge(self, other: KStream, name: str | None = None) -> KStream:
         """The records of this stream and ``other``, interleaved as they arrive."""
 
     @abstractmethod
@@ -87,7 +94,7 @@ class KStream(ABC):
         ``KSTREAM-BRANCH-<index>``."""
 
     @abstractmethod
-    def foreach(self, action: Callable[[Any, Any], Any]) -> None:
+    def foreach(self, action: Callable[[Any, Any], Any], name: str | None = None) -> None:
         """Call ``action(key, value)`` for each record (a terminal operation)."""
 
     @abstractmethod
@@ -99,8 +106,8 @@ class KStream(ABC):
 
     @abstractmethod
     def to(self, topic: str | Callable[[Any, Any, Any], str], key_serde: Any = None,
-           value_serde: Any = None,
-           partitioner: Callable[[Any, Any], int | None] | None = None) -> None:
+           value_serde: Any = None, partitioner: Callable[[Any, Any], int | None] | None = None,
+           name: str | None = None) -> None:
         """Write every record to ``topic``, or to the topic ``topic(key, value, sink_context)``
         names for each record (a topic extractor, given a :class:`~kspark.records.SinkContext`;
         on Spark it must name one of the app's topics). Serdes default to the stream's known
@@ -108,13 +115,15 @@ class KStream(ABC):
         record's partition (default: Kafka's, on the serialized key)."""
 
     @abstractmethod
-    def process(self, processor_supplier: Any, *store_names: str) -> KStream:
+    def process(self, processor_supplier: Any, *store_names: str, name: str | None = None
+                ) -> KStream:
         """Run a user :class:`~kspark.processor.Processor` (a zero-argument supplier or a
         Processor subclass) connected to the named stores (added with
         ``builder.add_state_store``). Returns the stream of what it forwards."""
 
     @abstractmethod
-    def process_values(self, processor_supplier: Any, *store_names: str) -> KStream:
+    def process_values(self, processor_supplier: Any, *store_names: str,
+                       name: str | None = None) -> KStream:
         """Run a :class:`~kspark.processor.FixedKeyProcessor` (Kafka Streams' KIP-820; a
         subclass or a zero-argument factory) connected to the named stores: it forwards
         :class:`~kspark.processor.FixedKeyRecord` objects, whose key cannot change, so a

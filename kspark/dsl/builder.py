@@ -56,11 +56,14 @@ class StreamsBuilder(DslGraph):
     # -- sources -----------------------------------------------------------------------------
     def stream(self, topics: str | list[str] | re.Pattern[str], key_serde: Any = None,
                value_serde: Any = None,
-               timestamp_extractor: Callable[[Any, int], int] | None = None) -> KStream:
+               timestamp_extractor: Callable[[Any, int], int] | None = None,
+               name: str | None = None) -> KStream:
         """A KStream of the records of ``topics`` (a name, a list of names or a pattern).
         Serdes default to the application's default serdes; ``timestamp_extractor`` gives
-        each record its timestamp (:mod:`kspark.processor.timestamps`)."""
-        name = self.new_name("KSTREAM-SOURCE-")
+        each record its timestamp (:mod:`kspark.processor.timestamps`); ``name`` names the
+        source node (Kafka Streams' ``Consumed.as``; its index is taken all the same)."""
+        generated = self.new_name("KSTREAM-SOURCE-")
+        name = name or generated
         self._topology.add_source(name, topics, key_serde, value_serde, timestamp_extractor)
         return KStreamImpl(self, name, optional_serde(key_serde), optional_serde(value_serde))
 

@@ -22,6 +22,7 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
+                                   "named": {"names"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
                                                  "op_materialized", "op_caching"}}
 
@@ -191,6 +192,24 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": long}
 
 
+def _named(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    names = set(p.get("names", []))
+
+    def name(node: str) -> str | None:
+        return f"n-{node}" if node in names else None
+
+    builder = StreamsBuilder()
+    text, long = serdes.String(), serdes.Long()
+    (builder.stream("in", text, long, name=name("source"))
+     .filter(lambda k, v: v is not None, name=name("filter"))
+     .map_values(lambda v: v * 2, name=name("map_values"))
+     .select_key(lambda k, v: f"{_text(k)}!", name=name("select_key"))
+     .flat_map_values(lambda v: [v, v + 1], name=name("flat_map_values"))
+     .peek(lambda k, v: None, name=name("peek"))
+     .to("out", text, long, name=name("sink")))
+    return builder.build(), {"in": long}
+
+
 def out_key_serde(shape: str, p: Any) -> serdes.Serde:
     """The key serde of "out" for a DSL shape."""
     windows = p.get("windows", "none") if shape == "cogroup" else "none"
@@ -206,7 +225,8 @@ BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, 
             "process_values": (_process_values, serdes.Long()),
             "timestamp_extractor": (_timestamp_extractor, serdes.Long()),
             "cogroup": (_cogroup, serdes.Long()),
-            "table_ops": (_table_ops, serdes.Long())}
+            "table_ops": (_table_ops, serdes.Long()),
+            "named": (_named, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"}}
 

@@ -491,11 +491,20 @@ def table_ops_case(draw: st.DrawFn) -> dict:
     return {"shape": "table_ops", "params": p, "inputs": draw(records("sum", True))}
 
 
+@st.composite
+def named_case(draw: st.DrawFn) -> dict:
+    """Stateless operators and their source and sink, each named (``Named``) or not."""
+    nodes = ["source", "filter", "map_values", "select_key", "flat_map_values", "peek", "sink"]
+    names = [n for n in nodes if draw(st.booleans())]
+    return {"shape": "named", "params": {"names": names}, "inputs": draw(records("sum", True))}
+
+
 STRATEGIES["branch"] = branch_case()
+STRATEGIES["named"] = named_case()
 STRATEGIES["table_ops"] = table_ops_case()
 STRATEGIES["cogroup"] = cogroup_case()
 STRATEGIES["timestamp_extractor"] = timestamp_extractor_case()
 STRATEGIES["process_values"] = process_values_case()
 STRATEGIES["repartition"] = repartition_case()
 #: shapes without stores: no changelogs to compare
-STATELESS_SHAPES = ("branch",)
+STATELESS_SHAPES = ("branch", "named")

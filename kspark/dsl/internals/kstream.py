@@ -37,9 +37,20 @@ class KStreamImpl(KStream):
     def node_name(self) -> str:
         return self._node
 
+    def _name(self, prefix: str, name: str | None) -> str:
+        """``name``, or the next generated name: an index is taken either way, as Kafka
+        Streams' ``Named`` takes it."""
+        generated = self._builder.new_name(prefix)
+        if name is None:
+            return generated
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a node name must be a non-empty string, got {name!r}")
+        return name
+
     def _add(self, prefix: str, supplier: Any, *, key_changed: bool = False,
-             keep_key_serde: bool = True, keep_value_serde: bool = True) -> KStream:
-        name = self._builder.new_name(prefix)
+             keep_key_serde: bool = True, keep_value_serde: bool = True,
+             name: str | None = None) -> KStream:
+        name = self._name(prefix, name)
         self._builder.topology.add_processor(name, supplier, self._node)
         return KStreamImpl(
             self._builder, name,
@@ -49,39 +60,47 @@ class KStreamImpl(KStream):
         )
 
     # -- stateless ---------------------------------------------------------------------------
-    def filter(self, predicate: Callable[[Any, Any], Any]) -> KStream:
-        return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, False))
+    def filter(self, predicate: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
+        return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, False),
+                         name=name)
 
-    def filter_not(self, predicate: Callable[[Any, Any], Any]) -> KStream:
-        return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, True))
+    def filter_not(self, predicate: Callable[[Any, Any], Any], name: str | None = None
+                   ) -> KStream:
+        return self._add("KSTREAM-FILTER-", partial(stateless.FilterProcessor, predicate, True),
+                         name=name)
 
-    def map_values(self, mapper: Callable[[Any], Any]) -> KStream:
+    def map_values(self, mapper: Callable[[Any], Any], name: str | None = None) -> KStream:
         return self._add("KSTREAM-MAPVALUES-", partial(stateless.MapValuesProcessor, mapper),
-                         keep_value_serde=False)
+                         keep_value_serde=False, name=name)
 
-    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], name: str | None = None
+            ) -> KStream:
         return self._add("KSTREAM-MAP-", partial(stateless.MapProcessor, mapper), key_changed=True,
-                         keep_value_serde=False)
+                         keep_value_serde=False, name=name)
 
-    def select_key(self, selector: Callable[[Any, Any], Any]) -> KStream:
+    def select_key(self, selector: Callable[[Any, Any], Any], name: str | None = None
+                   ) -> KStream:
         return self._add("KSTREAM-KEY-SELECT-", partial(stateless.SelectKeyProcessor, selector),
-                         key_changed=True)
+                         key_changed=True, name=name)
 
-    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> KStream:
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
+                 name: str | None = None) -> KStream:
         return self._add("KSTREAM-FLATMAP-", partial(stateless.FlatMapProcessor, mapper),
-                         key_changed=True, keep_value_serde=False)
+                         key_changed=True, keep_value_serde=False, name=name)
 
-    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]]) -> KStream:
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], name: str | None = None
+                        ) -> KStream:
         return self._add("KSTREAM-FLATMAPVALUES-",
-                         partial(stateless.FlatMapValuesProcessor, mapper), keep_value_serde=False)
+                         partial(stateless.FlatMapValuesProcessor, mapper), keep_value_serde=False,
+                         name=name)
 
-    def peek(self, action: Callable[[Any, Any], Any]) -> KStream:
-        return self._add("KSTREAM-PEEK-", partial(stateless.PeekProcessor, action))
+    def peek(self, action: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
+        return self._add("KSTREAM-PEEK-", partial(stateless.PeekProcessor, action), name=name)
 
-    def merge(self, other: KStream) -> KStream:
+    def merge(self, other: KStream, name: str | None = None) -> KStream:
         if not isinstance(other, KStreamImpl) or other._builder is not self._builder:
             raise ValueError("merge needs a KStream of the same StreamsBuilder")
-        name = self._builder.new_name("KSTREAM-MERGE-")
+        name = self._name("KSTREAM-MERGE-", name)
         self._builder.topology.add_processor(name, stateless.PassThroughProcessor, self._node,
                                              other._node)
         same_key = self._key_serde == other._key_serde
@@ -110,8 +129,8 @@ class KStreamImpl(KStream):
         return BranchedKStreamImpl(self._builder, self._node, prefix, self._key_serde,
                                    self._value_serde, self._repartition_required)
 
-    def foreach(self, action: Callable[[Any, Any], Any]) -> None:
-        name = self._builder.new_name("KSTREAM-FOREACH-")
+    def foreach(self, action: Callable[[Any, Any], Any], name: str | None = None) -> None:
+        name = self._name("KSTREAM-FOREACH-", name)
         self._builder.topology.add_processor(name, partial(stateless.ForeachProcessor, action),
                                              self._node)
 
@@ -123,9 +142,9 @@ class KStreamImpl(KStream):
                                              self._node)
 
     def to(self, topic: str | Callable[[Any, Any, Any], str], key_serde: Any = None,
-           value_serde: Any = None,
-           partitioner: Callable[[Any, Any], int | None] | None = None) -> None:
-        name = self._builder.new_name("KSTREAM-SINK-")
+           value_serde: Any = None, partitioner: Callable[[Any, Any], int | None] | None = None,
+           name: str | None = None) -> None:
+        name = self._name("KSTREAM-SINK-", name)
         self._builder.topology.add_sink(
             name, topic, self._node,
             key_serde=optional_serde(key_serde) or self._key_serde,
@@ -133,21 +152,23 @@ class KStreamImpl(KStream):
             partitioner=partitioner,
         )
 
-    def process_values(self, processor_supplier: Any, *store_names: str) -> KStream:
+    def process_values(self, processor_supplier: Any, *store_names: str,
+                       name: str | None = None) -> KStream:
         if isinstance(processor_supplier, FixedKeyProcessor) or not callable(processor_supplier):
             raise TopologyError(
                 f"process_values needs a supplier of FixedKeyProcessor objects (a subclass or a "
                 f"zero-argument factory), not {processor_supplier!r:.80}: each task needs its "
                 f"own instance")
-        name = self._builder.new_name("KSTREAM-PROCESSVALUES-")
+        name = self._name("KSTREAM-PROCESSVALUES-", name)
         topo = self._builder.topology
         topo.add_processor(name, partial(FixedKeyAdapter, processor_supplier), self._node)
         if store_names:
             topo.connect_processor_and_state_stores(name, *store_names)
         return KStreamImpl(self._builder, name, self._key_serde, None, self._repartition_required)
 
-    def process(self, processor_supplier: Any, *store_names: str) -> KStream:
-        name = self._builder.new_name("KSTREAM-PROCESSOR-")
+    def process(self, processor_supplier: Any, *store_names: str, name: str | None = None
+                ) -> KStream:
+        name = self._name("KSTREAM-PROCESSOR-", name)
         topo = self._builder.topology
         topo.add_processor(name, processor_supplier, self._node)
         if store_names:

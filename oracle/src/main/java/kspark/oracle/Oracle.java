@@ -586,7 +586,8 @@ public final class Oracle {
             case "table_aggregate" -> tableAggregate(p);
             case "punctuator" -> punctuator(p);
             case "stream_join", "stream_table_join", "global_join", "table_join", "fk_join" -> Joins.build(shape, p);
-            case "branch", "repartition", "process_values", "timestamp_extractor", "cogroup", "table_ops" ->
+            case "branch", "repartition", "process_values", "timestamp_extractor", "cogroup", "table_ops",
+                 "named" ->
                 Dsl.build(shape, p);
             default -> throw new CaseError("unknown shape '" + shape + "'");
         };
