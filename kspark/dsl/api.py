@@ -130,13 +130,15 @@ class KStream(ABC):
         key-based operator after it does not repartition (unless one before it had to)."""
 
     @abstractmethod
-    def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:
+    def group_by_key(self, key_serde: Any = None, value_serde: Any = None,
+                     name: str | None = None) -> KGroupedStream:
         """Group by the current key; repartitions only if an upstream operator may have
-        changed the key. The serdes are used for that repartition topic."""
+        changed the key, through ``<name>-repartition`` (Kafka Streams' ``Grouped.as``; else
+        ``<store>-repartition``) with these serdes."""
 
     @abstractmethod
     def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Any = None,
-                 value_serde: Any = None) -> KGroupedStream:
+                 value_serde: Any = None, name: str | None = None) -> KGroupedStream:
         """Group by ``selector(key, value)``; always goes through a repartition topic."""
 
     @abstractmethod

@@ -133,9 +133,10 @@ class StreamsBuilder(DslGraph):
 
     def new_grouped_stream(self, node: str, repartition_required: bool,
                            key_serde: Serde | None, value_serde: Serde | None,
-                           result_key_serde: Serde | None) -> KGroupedStream:
+                           result_key_serde: Serde | None,
+                           repartition_name: str | None = None) -> KGroupedStream:
         return KGroupedStreamImpl(self, node, repartition_required, key_serde, value_serde,
-                                  result_key_serde)
+                                  result_key_serde, repartition_name)
 
     def new_grouped_table(self, node: str, key_serde: Serde | None,
                           value_serde: Serde | None) -> KGroupedTable:

@@ -23,6 +23,7 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
                                    "named": {"names"},
+                                   "grouping": {"by", "grouped_name", "caching"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
                                                  "op_materialized", "op_caching"}}
 
@@ -210,6 +211,24 @@ def _named(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": long}
 
 
+def _grouping(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
+    builder = StreamsBuilder()
+    text, long = serdes.String(), serdes.Long()
+    stream = builder.stream("in", text, long)
+
+    def key(k: Any, v: Any) -> str | None:
+        return None if v is None else f"{_text(k)}{v % 2}"
+
+    name = p.get("grouped_name")
+    grouped = (stream.group_by(key, text, long, name=name) if p.get("by") == "group_by"
+               else stream.select_key(key).group_by_key(text, long, name=name))
+    caching = p.get("caching", True)
+    grouped.count(Materialized("counts", caching=caching)).to_stream().to("out", text, long)
+    (grouped.reduce(lambda a, b: a + b, Materialized("sums", caching=caching))
+     .to_stream().to("out", text, long))
+    return builder.build(), {"in": long}
+
+
 def out_key_serde(shape: str, p: Any) -> serdes.Serde:
     """The key serde of "out" for a DSL shape."""
     windows = p.get("windows", "none") if shape == "cogroup" else "none"
@@ -226,9 +245,11 @@ BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, 
             "timestamp_extractor": (_timestamp_extractor, serdes.Long()),
             "cogroup": (_cogroup, serdes.Long()),
             "table_ops": (_table_ops, serdes.Long()),
-            "named": (_named, serdes.Long())}
+            "named": (_named, serdes.Long()),
+            "grouping": (_grouping, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
-STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"}}
+STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"},
+          "grouping": {"counts": "kv_ts", "sums": "kv_ts"}}
 
 
 def build_dsl(shape: str, p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:

@@ -499,7 +499,18 @@ def named_case(draw: st.DrawFn) -> dict:
     return {"shape": "named", "params": {"names": names}, "inputs": draw(records("sum", True))}
 
 
+@st.composite
+def grouping_case(draw: st.DrawFn) -> dict:
+    """Two aggregations of one re-keyed grouping, its repartition topic named or not."""
+    p: dict[str, Any] = {"by": draw(st.sampled_from(["group_by", "group_by_key"])),
+                         "caching": draw(st.booleans()), "store_type": draw(store_type())}
+    if draw(st.booleans()):
+        p["grouped_name"] = draw(st.sampled_from(["by-parity", "KSTREAM-G-0000000042"]))
+    return {"shape": "grouping", "params": p, "inputs": draw(records("sum", True))}
+
+
 STRATEGIES["branch"] = branch_case()
+STRATEGIES["grouping"] = grouping_case()
 STRATEGIES["named"] = named_case()
 STRATEGIES["table_ops"] = table_ops_case()
 STRATEGIES["cogroup"] = cogroup_case()

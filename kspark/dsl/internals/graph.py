@@ -131,7 +131,8 @@ class DslGraph(ABC):
     @abstractmethod
     def new_grouped_stream(self, node: str, repartition_required: bool,
                            key_serde: Serde | None, value_serde: Serde | None,
-                           result_key_serde: Serde | None) -> KGroupedStream: ...
+                           result_key_serde: Serde | None,
+                           repartition_name: str | None = None) -> KGroupedStream: ...
 
     @abstractmethod
     def new_grouped_table(self, node: str, key_serde: Serde | None,

@@ -29,13 +29,18 @@ class KGroupedStreamImpl(KGroupedStream):
 
     def __init__(self, builder: DslGraph, node: str, repartition_required: bool,
                  key_serde: Serde | None, value_serde: Serde | None,
-                 result_key_serde: Serde | None = None) -> None:
+                 result_key_serde: Serde | None = None,
+                 repartition_name: str | None = None) -> None:
         self._builder = builder
         self._node = node
         self._repartition_required = repartition_required
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._result_key_serde = result_key_serde
+        #: the repartition topic's name the user gave (``<name>-repartition``), and its source
+        #: once made: every aggregation of this grouping reads that one topic
+        self._repartition_name = repartition_name
+        self._named_source: str | None = None
 
     @property
     def node_name(self) -> str:
@@ -54,11 +59,20 @@ class KGroupedStreamImpl(KGroupedStream):
         return self._value_serde
 
     def source_for(self, store_name: str) -> str:
-        """The node the aggregation reads from: this node, or a repartition topic's source."""
+        """The node the aggregation reads from: this node, or a repartition topic's source
+        (``<store name>-repartition``, or the topic the user named, made once)."""
         if not self._repartition_required:
             return self._node
-        return self._builder.repartition(self._node, store_name, self._key_serde,
-                                         self._value_serde)
+        if self._repartition_name is None:
+            return self._builder.repartition(self._node, store_name, self._key_serde,
+                                             self._value_serde)
+        if self._named_source is None:
+            self._named_source = self._builder.repartition(
+                self._node, self._repartition_name, self._key_serde, self._value_serde)
+        else:  # reused: the indexes of its nodes are taken again, as in Kafka Streams
+            for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
+                self._builder.new_name(prefix)
+        return self._named_source
 
     def _aggregate(self, prefix: str, aggregation: Aggregation,
                    materialized: Materialized | str | None) -> KTable:

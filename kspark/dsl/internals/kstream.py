@@ -209,20 +209,22 @@ class KStreamImpl(KStream):
         return self._join("outer", other, args, kwargs)
 
     # -- grouping and tables -----------------------------------------------------------------
-    def group_by_key(self, key_serde: Any = None, value_serde: Any = None) -> KGroupedStream:
+    def group_by_key(self, key_serde: Any = None, value_serde: Any = None,
+                     name: str | None = None) -> KGroupedStream:
         key_serde = optional_serde(key_serde)
         return self._builder.new_grouped_stream(
             self._node, self._repartition_required, key_serde, optional_serde(value_serde),
-            key_serde or (None if self._repartition_required else self._key_serde))
+            key_serde or (None if self._repartition_required else self._key_serde), name)
 
     def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Any = None,
-                 value_serde: Any = None) -> KGroupedStream:
-        name = self._builder.new_name("KSTREAM-KEY-SELECT-")
-        self._builder.topology.add_processor(name, partial(stateless.SelectKeyProcessor, selector),
+                 value_serde: Any = None, name: str | None = None) -> KGroupedStream:
+        # Kafka Streams names the key selector after the grouping, as its repartition topic
+        node = self._name("KSTREAM-KEY-SELECT-", name)
+        self._builder.topology.add_processor(node, partial(stateless.SelectKeyProcessor, selector),
                                              self._node)
         key_serde = optional_serde(key_serde)
-        return self._builder.new_grouped_stream(name, True, key_serde,
-                                                optional_serde(value_serde), key_serde)
+        return self._builder.new_grouped_stream(node, True, key_serde,
+                                                optional_serde(value_serde), key_serde, name)
 
     def to_table(self, materialized: Materialized | str | None = None) -> KTable:
         builder = self._builder

@@ -24,6 +24,7 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.KeyValueMapper;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
@@ -73,6 +74,7 @@ final class Dsl {
         SHAPES.put("timestamp_extractor", Set.of("grace"));
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
         SHAPES.put("named", Set.of("names"));
+        SHAPES.put("grouping", Set.of("by", "grouped_name", "caching"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching"));
     }
 
@@ -90,6 +92,7 @@ final class Dsl {
             case "cogroup" -> cogroup(p);
             case "table_ops" -> tableOps(p);
             case "named" -> named(p);
+            case "grouping" -> grouping(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
     }
@@ -388,6 +391,31 @@ final class Dsl {
         final Produced<String, Long> produced = Produced.with(Serdes.String(), Serdes.Long());
         s.to("out", names.contains("sink") ? produced.withName("n-sink") : produced);
         return built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
+    }
+
+    /**
+     * {@code stream("in")}, grouped by {@code groupBy((k, v) -> k + floorMod(v, 2))} or by
+     * {@code selectKey(same).groupByKey()} ({@code by}), {@code Grouped.as(grouped_name)} or
+     * not, then two aggregations of the grouping, {@code count(Materialized.as("counts"))} and
+     * {@code reduce(Long::sum, Materialized.as("sums"))}, both to "out".
+     */
+    static Built grouping(final Params p) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final KStream<String, Long> in = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
+        final String name = Joins.optString(p, "grouped_name");
+        final Grouped<String, Long> grouped = name == null ? Grouped.with(Serdes.String(), Serdes.Long())
+            : Grouped.<String, Long>as(name).withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
+        final KeyValueMapper<String, Long, String> key = (k, v) -> v == null ? null : k + Math.floorMod(v, 2);
+        final KGroupedStream<String, Long> g = p.choice("by", null, Set.of("group_by", "group_by_key")).equals("group_by")
+            ? in.groupBy(key, grouped) : in.selectKey(key).groupByKey(grouped);
+        g.count(counts(p)).toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> sums = Materialized.as("sums");
+        sums = p.bool("caching", true) ? sums.withCachingEnabled() : sums.withCachingDisabled();
+        g.reduce(Long::sum, sums).toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
+        built.stores.put("counts", "kv_ts");
+        built.stores.put("sums", "kv_ts");
+        return built;
     }
 
     /** The extractor of {@link #timestampExtractor}. */
