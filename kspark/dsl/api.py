@@ -324,17 +324,18 @@ class KGroupedStream(ABC):
         """Name of the topology node whose records this grouping aggregates."""
 
     @abstractmethod
-    def count(self, materialized: MaterializedLike = None) -> KTable:
-        """The number of records per key (null keys and values are dropped and counted)."""
+    def count(self, materialized: MaterializedLike = None, name: str | None = None) -> KTable:
+        """The number of records per key (null keys and values are dropped and counted).
+        ``name=`` names the aggregation's node here and in ``reduce`` and ``aggregate``."""
 
     @abstractmethod
     def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: MaterializedLike = None) -> KTable:
+               materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Per key: the first value, then ``reducer(agg, value)`` for each next value."""
 
     @abstractmethod
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: MaterializedLike = None) -> KTable:
+                  materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Per key: ``aggregator(key, value, agg)`` starting from ``initializer()``."""
 
     @overload

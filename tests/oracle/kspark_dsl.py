@@ -23,7 +23,8 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
                                    "named": {"names"},
-                                   "grouping": {"by", "grouped_name", "caching"},
+                                   "grouping": {"by", "grouped_name", "caching", "counts_named",
+                                                "agg_names"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
                                                  "op_materialized", "op_caching"}}
 
@@ -222,9 +223,12 @@ def _grouping(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     name = p.get("grouped_name")
     grouped = (stream.group_by(key, text, long, name=name) if p.get("by") == "group_by"
                else stream.select_key(key).group_by_key(text, long, name=name))
-    caching = p.get("caching", True)
-    grouped.count(Materialized("counts", caching=caching)).to_stream().to("out", text, long)
-    (grouped.reduce(lambda a, b: a + b, Materialized("sums", caching=caching))
+    caching, names = p.get("caching", True), p.get("agg_names", False)
+    counts = Materialized("counts" if p.get("counts_named", True) else None, caching=caching)
+    (grouped.count(counts, name="n-count" if names else None)
+     .to_stream().to("out", text, long))
+    (grouped.reduce(lambda a, b: a + b, Materialized("sums", caching=caching),
+                    name="n-reduce" if names else None)
      .to_stream().to("out", text, long))
     return builder.build(), {"in": long}
 
@@ -249,7 +253,7 @@ BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, 
             "grouping": (_grouping, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"},
-          "grouping": {"counts": "kv_ts", "sums": "kv_ts"}}
+          "grouping": {"sums": "kv_ts"}}
 
 
 def build_dsl(shape: str, p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:

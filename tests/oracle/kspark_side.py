@@ -303,6 +303,8 @@ def _dsl(shape: str, p: Params) -> Built:
     stores = dict(DSL_STORES.get(shape, {}))
     if shape == "cogroup" and p.get("named", True) and p.get("windows", "none") == "none":
         stores["store"] = "kv_ts"
+    if shape == "grouping" and p.get("counts_named", True):
+        stores = {"counts": "kv_ts", **stores}
     if shape == "table_ops":
         stores.update({name: "kv_ts" for name, param in (("source", "source_named"),
                                                         ("result", "op_materialized"))

@@ -503,7 +503,8 @@ def named_case(draw: st.DrawFn) -> dict:
 def grouping_case(draw: st.DrawFn) -> dict:
     """Two aggregations of one re-keyed grouping, its repartition topic named or not."""
     p: dict[str, Any] = {"by": draw(st.sampled_from(["group_by", "group_by_key"])),
-                         "caching": draw(st.booleans()), "store_type": draw(store_type())}
+                         "caching": draw(st.booleans()), "store_type": draw(store_type()),
+                         "counts_named": draw(st.booleans()), "agg_names": draw(st.booleans())}
     if draw(st.booleans()):
         p["grouped_name"] = draw(st.sampled_from(["by-parity", "KSTREAM-G-0000000042"]))
     return {"shape": "grouping", "params": p, "inputs": draw(records("sum", True))}

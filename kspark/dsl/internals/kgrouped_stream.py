@@ -75,11 +75,12 @@ class KGroupedStreamImpl(KGroupedStream):
         return self._named_source
 
     def _aggregate(self, prefix: str, aggregation: Aggregation,
-                   materialized: Materialized | str | None) -> KTable:
+                   materialized: Materialized | str | None, name: str | None = None) -> KTable:
         builder = self._builder
         m = as_materialized(materialized)
         store = store_name_for(builder, m, prefix)
-        name = builder.new_name(prefix)
+        generated = builder.new_name(prefix)  # taken with a name too, as Kafka Streams does
+        name = name or generated
         parent = self.source_for(store)
         topo = builder.topology
         old = OldValues()
@@ -93,17 +94,23 @@ class KGroupedStreamImpl(KGroupedStream):
                                   key_serde=self._result_key_serde,
                       value_serde=None if m is None else m.value_serde)
 
-    def count(self, materialized: Materialized | str | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE-", Count(), materialized)
+    def count(self, materialized: Materialized | str | None = None,
+              name: str | None = None) -> KTable:
+        m = as_materialized(materialized)
+        if m is not None and not m.name:
+            # Kafka Streams' count(Materialized) takes one more store index than count()
+            self._builder.new_store_name("KSTREAM-AGGREGATE-")
+        return self._aggregate("KSTREAM-AGGREGATE-", Count(), m, name)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: Materialized | str | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE-", Reduce(reducer), materialized)
+               materialized: Materialized | str | None = None, name: str | None = None) -> KTable:
+        return self._aggregate("KSTREAM-REDUCE-", Reduce(reducer), materialized, name)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
         return self._aggregate("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
-                               materialized)
+                               materialized, name)
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
         return CogroupedKStreamImpl(self._builder).cogroup(self, aggregator)

@@ -74,7 +74,7 @@ final class Dsl {
         SHAPES.put("timestamp_extractor", Set.of("grace"));
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
         SHAPES.put("named", Set.of("names"));
-        SHAPES.put("grouping", Set.of("by", "grouped_name", "caching"));
+        SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching"));
     }
 
@@ -408,12 +408,23 @@ final class Dsl {
         final KeyValueMapper<String, Long, String> key = (k, v) -> v == null ? null : k + Math.floorMod(v, 2);
         final KGroupedStream<String, Long> g = p.choice("by", null, Set.of("group_by", "group_by_key")).equals("group_by")
             ? in.groupBy(key, grouped) : in.selectKey(key).groupByKey(grouped);
-        g.count(counts(p)).toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        final boolean countsNamed = p.bool("counts_named", true);
+        final boolean aggNames = p.bool("agg_names", false);
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> cm = countsNamed ? counts(p)
+            : Materialized.with(Serdes.String(), Serdes.Long());
+        if (!countsNamed) {
+            cm = p.bool("caching", true) ? cm.withCachingEnabled() : cm.withCachingDisabled();
+        }
+        (aggNames ? g.count(Named.as("n-count"), cm) : g.count(cm))
+            .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
         Materialized<String, Long, KeyValueStore<Bytes, byte[]>> sums = Materialized.as("sums");
         sums = p.bool("caching", true) ? sums.withCachingEnabled() : sums.withCachingDisabled();
-        g.reduce(Long::sum, sums).toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        (aggNames ? g.reduce(Long::sum, Named.as("n-reduce"), sums) : g.reduce(Long::sum, sums))
+            .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
         final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
-        built.stores.put("counts", "kv_ts");
+        if (countsNamed) {
+            built.stores.put("counts", "kv_ts");
+        }
         built.stores.put("sums", "kv_ts");
         return built;
     }
