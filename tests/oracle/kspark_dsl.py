@@ -26,7 +26,7 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
                                                 "agg_names"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
-                                                 "op_materialized", "op_caching"}}
+                                                 "op_materialized", "op_caching", "op_unnamed"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -179,8 +179,9 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
                       caching=p.get("caching", True), key_serde=text, value_serde=long)
     table = (builder.table("in", text, long, sm) if p.get("source", "table") == "table"
              else builder.stream("in", text, long).to_table(sm))
-    rm = (Materialized("result", caching=p.get("op_caching", True), key_serde=text,
-                       value_serde=long) if p.get("op_materialized", False) else None)
+    rm = (Materialized(None if p.get("op_unnamed", False) else "result",
+                       caching=p.get("op_caching", True), key_serde=text, value_serde=long)
+          if p.get("op_materialized", False) else None)
     op = p.get("operation")
     if op == "filter":
         result = table.filter(_even, rm)

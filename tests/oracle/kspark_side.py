@@ -309,6 +309,8 @@ def _dsl(shape: str, p: Params) -> Built:
         stores.update({name: "kv_ts" for name, param in (("source", "source_named"),
                                                         ("result", "op_materialized"))
                        if p.get(param, False)})
+        if p.get("op_unnamed", False):
+            stores.pop("result", None)
     return Built(topology, inputs, key, DSL_BUILDERS[shape][1], stores)
 
 

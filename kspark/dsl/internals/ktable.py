@@ -81,6 +81,10 @@ class KTableImpl(KTable):
         builder = self._builder
         m = as_materialized(materialized)
         store = None if m is None else store_name_for(builder, m, prefix)
+        if not _named(m):
+            # as Kafka Streams: a Materialized without a store name takes a store index but
+            # keeps no store
+            store = None
         name = builder.new_name(prefix)
         topo = builder.topology
         topo.add_processor(name, partial(p.TableValueProcessor, compute, old, store), self._node)

@@ -75,7 +75,8 @@ final class Dsl {
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
         SHAPES.put("named", Set.of("names"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
-        SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching"));
+        SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
+            "op_unnamed"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -343,8 +344,10 @@ final class Dsl {
             ? builder.table("in", Consumed.with(Serdes.String(), Serdes.Long()), sm)
             : builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())).toTable(sm);
         final boolean opMaterialized = p.bool("op_materialized", false);
-        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> rm =
-            Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("result")
+        // an unnamed Materialized: Kafka Streams keeps no store for it
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> rm = p.bool("op_unnamed", false)
+            ? Materialized.with(Serdes.String(), Serdes.Long())
+            : Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("result")
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         rm = p.bool("op_caching", true) ? rm.withCachingEnabled() : rm.withCachingDisabled();
         final Predicate<String, Long> even = (k, v) -> v != null && Math.floorMod(v, 2) == 0;
@@ -358,7 +361,7 @@ final class Dsl {
         if (sourceNamed) {
             built.stores.put("source", "kv_ts");
         }
-        if (opMaterialized) {
+        if (opMaterialized && !p.bool("op_unnamed", false)) {
             built.stores.put("result", "kv_ts");
         }
         built.changelogStores = new TreeSet<>(built.stores.keySet());  // by name, as kspark's side
