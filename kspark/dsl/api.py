@@ -255,23 +255,25 @@ class KTable(ABC):
 
     @abstractmethod
     def filter(self, predicate: Callable[[Any, Any], Any],
-               materialized: MaterializedLike = None) -> KTable:
+               materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Rows for which ``predicate(key, value)`` is true; an update whose new value fails
-        becomes a delete of the key (if its old value passed). With ``materialized`` the
-        result is kept in its own store."""
+        becomes a delete of the key (if its old value passed). With ``materialized`` naming a
+        store the result is kept in it. ``name=`` names the node (here and in ``filter_not``,
+        ``map_values``, ``to_stream``)."""
 
     @abstractmethod
     def filter_not(self, predicate: Callable[[Any, Any], Any],
-                   materialized: MaterializedLike = None) -> KTable:
+                   materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Rows for which ``predicate(key, value)`` is false."""
 
     @abstractmethod
     def map_values(self, mapper: Callable[[Any], Any],
-                   materialized: MaterializedLike = None) -> KTable:
+                   materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
 
     @abstractmethod
-    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
+    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None,
+                  name: str | None = None) -> KStream:
         """The stream of updates: each change's new value (``None`` for a delete); with
         ``mapper``, keyed by ``mapper(key, value)`` (a key that may have changed: the next
         key-based operator repartitions)."""

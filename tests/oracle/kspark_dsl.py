@@ -26,7 +26,8 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
                                                 "agg_names"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
-                                                 "op_materialized", "op_caching", "op_unnamed"}}
+                                                 "op_materialized", "op_caching", "op_unnamed",
+                                                 "op_named"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -183,15 +184,17 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
                        caching=p.get("op_caching", True), key_serde=text, value_serde=long)
           if p.get("op_materialized", False) else None)
     op = p.get("operation")
+    named = p.get("op_named", False)
+    name = "n-op" if named else None
     if op == "filter":
-        result = table.filter(_even, rm)
+        result = table.filter(_even, rm, name=name)
     elif op == "filter_not":
-        result = table.filter_not(_even, rm)
+        result = table.filter_not(_even, rm, name=name)
     elif op == "map_values":
-        result = table.map_values(lambda v: v * 10, rm)
+        result = table.map_values(lambda v: v * 10, rm, name=name)
     else:
         raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values)")
-    result.to_stream().to("out", text, long)
+    result.to_stream(name="n-to-stream" if named else None).to("out", text, long)
     return builder.build(), {"in": long}
 
 

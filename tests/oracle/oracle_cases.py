@@ -487,7 +487,7 @@ def table_ops_case(draw: st.DrawFn) -> dict:
          "source_named": draw(st.booleans()), "caching": draw(st.booleans()),
          "operation": draw(st.sampled_from(["filter", "filter_not", "map_values"])),
          "op_materialized": draw(st.booleans()), "op_caching": draw(st.booleans()),
-         "op_unnamed": draw(st.booleans()),
+         "op_unnamed": draw(st.booleans()), "op_named": draw(st.booleans()),
          "store_type": draw(store_type())}
     return {"shape": "table_ops", "params": p, "inputs": draw(records("sum", True))}
 

@@ -77,7 +77,7 @@ class KTableImpl(KTable):
 
     def _value_op(self, prefix: str, compute: Callable[[Any, Any], Any],
                   materialized: Materialized | str | None, keep_value_serde: bool,
-                  old: OldValues) -> KTable:
+                  old: OldValues, node_name: str | None = None) -> KTable:
         builder = self._builder
         m = as_materialized(materialized)
         store = None if m is None else store_name_for(builder, m, prefix)
@@ -85,7 +85,8 @@ class KTableImpl(KTable):
             # as Kafka Streams: a Materialized without a store name takes a store index but
             # keeps no store
             store = None
-        name = builder.new_name(prefix)
+        name = builder.new_name(prefix)  # taken with a node name too, as Kafka Streams does
+        name = node_name or name
         topo = builder.topology
         topo.add_processor(name, partial(p.TableValueProcessor, compute, old, store), self._node)
         view: TableView
@@ -101,28 +102,32 @@ class KTableImpl(KTable):
                             value_serde=value_serde)
 
     def _filter(self, predicate: Callable[[Any, Any], Any], negate: bool,
-                materialized: Materialized | str | None) -> KTable:
+                materialized: Materialized | str | None, name: str | None) -> KTable:
         # a filter sends old values whenever its parent can without materializing (so that it
         # need not forward deletes of rows that were already absent), as Kafka Streams' does
         old = OldValues(self.view.enable_sending_old_values(False))
         return self._value_op("KTABLE-FILTER-", p.FilterValue(predicate, negate), materialized,
-                              True, old)
+                              True, old, name)
 
     def filter(self, predicate: Callable[[Any, Any], Any],
-               materialized: Materialized | str | None = None) -> KTable:
-        return self._filter(predicate, False, materialized)
+               materialized: Materialized | str | None = None, name: str | None = None) -> KTable:
+        return self._filter(predicate, False, materialized, name)
 
     def filter_not(self, predicate: Callable[[Any, Any], Any],
-                   materialized: Materialized | str | None = None) -> KTable:
-        return self._filter(predicate, True, materialized)
+                   materialized: Materialized | str | None = None,
+                   name: str | None = None) -> KTable:
+        return self._filter(predicate, True, materialized, name)
 
     def map_values(self, mapper: Callable[[Any], Any],
-                   materialized: Materialized | str | None = None) -> KTable:
+                   materialized: Materialized | str | None = None,
+                   name: str | None = None) -> KTable:
         return self._value_op("KTABLE-MAPVALUES-", p.MapValue(mapper), materialized, False,
-                              OldValues())
+                              OldValues(), name)
 
-    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
-        name = self._builder.new_name("KTABLE-TOSTREAM-")
+    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None,
+                  name: str | None = None) -> KStream:
+        generated = self._builder.new_name("KTABLE-TOSTREAM-")
+        name = name or generated
         self._builder.topology.add_processor(name, p.TableToStreamProcessor, self._node)
         stream = self._builder.new_kstream(name, self._key_serde, self._value_serde, False)
         return stream if mapper is None else stream.select_key(mapper)

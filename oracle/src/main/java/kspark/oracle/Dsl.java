@@ -76,7 +76,7 @@ final class Dsl {
         SHAPES.put("named", Set.of("names"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
-            "op_unnamed"));
+            "op_unnamed", "op_named"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -351,12 +351,19 @@ final class Dsl {
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         rm = p.bool("op_caching", true) ? rm.withCachingEnabled() : rm.withCachingDisabled();
         final Predicate<String, Long> even = (k, v) -> v != null && Math.floorMod(v, 2) == 0;
+        final Named named = Named.as("n-op");
+        final boolean opNamed = p.bool("op_named", false);
         final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values"))) {
-            case "filter" -> opMaterialized ? table.filter(even, rm) : table.filter(even);
-            case "filter_not" -> opMaterialized ? table.filterNot(even, rm) : table.filterNot(even);
-            default -> opMaterialized ? table.mapValues(v -> v * 10, rm) : table.mapValues(v -> v * 10);
+            case "filter" -> opMaterialized ? (opNamed ? table.filter(even, named, rm) : table.filter(even, rm))
+                : (opNamed ? table.filter(even, named) : table.filter(even));
+            case "filter_not" -> opMaterialized ? (opNamed ? table.filterNot(even, named, rm) : table.filterNot(even, rm))
+                : (opNamed ? table.filterNot(even, named) : table.filterNot(even));
+            default -> opMaterialized
+                ? (opNamed ? table.mapValues(v -> v * 10, named, rm) : table.mapValues(v -> v * 10, rm))
+                : (opNamed ? table.mapValues(v -> v * 10, named) : table.mapValues(v -> v * 10));
         };
-        result.toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        (opNamed ? result.toStream(Named.as("n-to-stream")) : result.toStream())
+            .to("out", Produced.with(Serdes.String(), Serdes.Long()));
         final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
         if (sourceNamed) {
             built.stores.put("source", "kv_ts");
