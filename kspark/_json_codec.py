@@ -7,18 +7,29 @@ import json
 import json.scanner
 from typing import Any
 
+import numpy as np
+
+
+def _plain(value: Any) -> Any:
+    """numpy's (and so pandas') scalars as the Python values they hold, arrays as lists;
+    anything else is not JSON."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 DECODER = json.JSONDecoder()
 #: the decoder's scanner (as it makes its own): ``SCAN(text, 0)`` is ``raw_decode(text)``
 #: without its wrapping
 SCAN = json.scanner.make_scanner(DECODER)  # type: ignore[arg-type]  # typeshed
-ENCODER = json.JSONEncoder(separators=(",", ":"))
+ENCODER = json.JSONEncoder(separators=(",", ":"), default=_plain)
 #: CPython's C encoder built once: ``json.dumps(value, separators=(",", ":"))`` without
 #: building an encoder per call (``JSONEncoder.encode`` builds one); no circular-reference check
 #: (a cyclic value fails with a RecursionError instead, reported the same way); ``None`` where
 #: the C encoder is missing
 _C_JSON = getattr(json.encoder, "c_make_encoder", None)
 ONE_SHOT = None if _C_JSON is None else _C_JSON(
-    None, ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+    None, _plain, json.encoder.encode_basestring_ascii, None, ":", ",",
     False, False, True,
 )
 

@@ -101,12 +101,22 @@ def run(
         list[str] | None,
         typer.Option("--config", metavar="KEY=VALUE", help="A setting; repeatable.")] = None,
     log: Annotated[str | None, typer.Option(help="File for Spark's log output.")] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        help="Serve the app's metrics in Prometheus' format on this port (0: a free one).")
+    ] = None,
 ) -> None:
     """Run an application until Ctrl-C, with live progress; a second run resumes from its
     checkpoint."""
     from kspark.errors import KsparkError
 
     app = with_options(load_app(spec), master, checkpoint, config or [])
+    endpoint = None
+    if metrics_port is not None:
+        try:
+            endpoint = app.serve_metrics(metrics_port)
+        except (KsparkError, OSError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--metrics-port") from exc
+        console.print(f"metrics: {endpoint.url}", highlight=False)
     log_path = log or os.path.join(tempfile.gettempdir(), f"kspark-{app.application_id}.log")
     console.print(f"running {app.application_id!r}; checkpoint: {app.checkpoint_dir}; "
                   f"Spark's log: {log_path}. Ctrl-C stops it.", highlight=False)
@@ -136,5 +146,7 @@ def run(
         raise typer.Exit(1) from exc
     finally:
         os.close(saved)
+        if endpoint is not None:
+            endpoint.close()
     app.stop()
     console.print(f"the query of {app.application_id!r} ended", highlight=False)

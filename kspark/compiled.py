@@ -23,7 +23,10 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import shlex
+import shutil
 import sys
+import sysconfig
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -81,6 +84,19 @@ def source_path(module: str, root: Path = _ROOT) -> Path:
 def digest(path: Path) -> str:
     """The SHA-256 of a file's bytes, as hex."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def c_compiler() -> str:
+    """The C compiler command a build of :data:`MODULES` runs: ``$CC``, else the one Python
+    was built with; ``""`` where Python names none (Windows)."""
+    words = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "")
+    return words[0] if words else ""
+
+
+def has_c_compiler() -> bool:
+    """Whether :func:`c_compiler` names a command that is found."""
+    command = c_compiler()
+    return bool(command) and shutil.which(command) is not None
 
 
 def changed_sources(record: dict[str, str], root: Path = _ROOT) -> list[str]:

@@ -7,6 +7,7 @@ import pickle
 import struct
 import zlib
 from collections.abc import Iterable
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +39,10 @@ def _key_bytes(key: Any) -> bytes:
         return b"i" + str(key).encode()
     if isinstance(key, float):
         return b"f" + struct.pack(">d", key)
+    if isinstance(key, Integral):  # numpy's and pandas' integers hash as the int they hold
+        return b"i" + str(int(key)).encode()
+    if isinstance(key, Real):
+        return b"f" + struct.pack(">d", float(key))
     if isinstance(key, bytes):
         return b"y" + key
     if key is None:

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from mypy_extensions import mypyc_attr
 
+from kspark._duration import whole
 from kspark.frozen import pure_python_class, reduce_frozen, slot_setters
 
 
@@ -76,11 +77,11 @@ class Record:
     headers: Headers
 
     def __init__(
-        self, key: Any, value: Any, timestamp: int | None = None, headers: Any = ()
+        self, key: Any, value: Any, timestamp: Any = None, headers: Any = ()
     ) -> None:
         self.key = key
         self.value = value
-        self.timestamp = timestamp
+        self.timestamp = _timestamp(timestamp)
         self.headers = headers if isinstance(headers, tuple) else to_headers(headers)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -111,7 +112,7 @@ class Record:
     def with_value(self, value: Any) -> Record:
         return Record(self.key, value, self.timestamp, self.headers)
 
-    def with_timestamp(self, timestamp: int) -> Record:
+    def with_timestamp(self, timestamp: Any) -> Record:
         return Record(self.key, self.value, timestamp, self.headers)
 
     def with_headers(self, headers: Any) -> Record:
@@ -122,14 +123,24 @@ if pure_python_class(Record):
     _set_key, _set_value, _set_timestamp, _set_headers = slot_setters(
         Record, "key", "value", "timestamp", "headers")
 
-    def _record_init(self: Record, key: Any, value: Any, timestamp: int | None = None,
+    def _record_init(self: Record, key: Any, value: Any, timestamp: Any = None,
                      headers: Any = ()) -> None:
         _set_key(self, key)
         _set_value(self, value)
-        _set_timestamp(self, timestamp)
+        _set_timestamp(self, _timestamp(timestamp))
         _set_headers(self, headers if isinstance(headers, tuple) else to_headers(headers))
 
     setattr(Record, "__init__", _record_init)  # noqa: B010
+
+
+def _timestamp(timestamp: Any) -> int | None:
+    """A record's timestamp: ``None`` or whole ms of any integer type, as an ``int``."""
+    if timestamp is None or type(timestamp) is int:
+        return timestamp
+    ms = whole(timestamp)
+    if ms is None:
+        raise TypeError(f"a record's timestamp must be whole ms, got {timestamp!r:.80}")
+    return ms
 
 
 def event_time(record: Record) -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from mypy_extensions import mypyc_attr
 
+from kspark._duration import whole
 from kspark._json_codec import DECODER, ONE_SHOT, SCAN, json_text
 from kspark.errors import SerializationError
 from kspark.record_columns import WindowedKeys
@@ -189,9 +190,10 @@ class Long(Serde):
         return type(self) is Long  # a subclass may deserialize otherwise
 
     def _serialize(self, value: Any) -> bytes:
-        if isinstance(value, bool) or not isinstance(value, int):
+        n = whole(value)
+        if n is None:
             raise TypeError("expected int")
-        return _LONG.pack(value)
+        return _LONG.pack(n)
 
     def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
         pack, serialize = _LONG.pack, self.serialize

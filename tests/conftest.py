@@ -26,6 +26,6 @@ def app_dir():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the Spark and Kafka tests last, so the fast layers fail fast."""
-    slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka"))
+    """Run the Spark, Kafka and packaging tests last, so the fast layers fail fast."""
+    slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka", "packaging"))
     items.sort(key=lambda item: any(d in str(item.fspath) for d in slow))

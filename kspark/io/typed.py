@@ -18,12 +18,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from numbers import Real
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kspark._duration import whole
 from kspark.errors import SerializationError, StreamsError
 from kspark.io.schema import SINK_SCHEMA
 from kspark.serdes import (
@@ -265,10 +267,10 @@ def _check(value: Any, t: pa.DataType, path: str) -> None:
             raise ColumnError(path, f"{_short(value)} is not a list for {t}")
         for item in value:
             _check(item, t.value_type, f"{path}[]")
-    elif pa.types.is_integer(t) and (isinstance(value, bool) or not isinstance(value, int)):
+    elif pa.types.is_integer(t) and whole(value) is None:
         raise ColumnError(path, f"{_short(value)} is not a whole number for {t}")
     elif pa.types.is_floating(t) and (isinstance(value, bool)
-                                      or not isinstance(value, int | float)):
+                                      or not isinstance(value, Real)):
         raise ColumnError(path, f"{_short(value)} is not a number for {t}")
     elif (pa.types.is_string(t) or pa.types.is_large_string(t)) and not isinstance(value, str):
         raise ColumnError(path, f"{_short(value)} is not text for {t}")

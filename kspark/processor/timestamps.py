@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kspark._duration import whole
 from kspark.records import ConsumedRecord
 
 __all__ = ["RecordTimestamp", "UsePartitionTimeOnInvalidTimestamp", "ValueField",
@@ -53,7 +54,8 @@ class ValueField:
     def __call__(self, record: ConsumedRecord, partition_time: int) -> int:
         value: Any = record.value
         ts = value.get(self.name) if isinstance(value, dict) else None
-        return ts if isinstance(ts, int) and not isinstance(ts, bool) else -1
+        ms = whole(ts)
+        return -1 if ms is None else ms
 
     def __repr__(self) -> str:
         return f"ValueField({self.name!r})"

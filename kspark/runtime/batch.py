@@ -16,10 +16,12 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kspark.config import StreamsConfig
 from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.durable_state import DictTaskState, TaskStateBackend
-from kspark.runtime.metrics import Metrics
+from kspark.runtime.metrics import LATENESS_COUNT, LATENESS_MAX, LATENESS_SUM, Metrics
 from kspark.runtime.spill import SpillingState
 from kspark.runtime.task import (
     FastPathAborted,
@@ -95,6 +97,45 @@ def _touches_most_buckets(batch: SourceBatch, buckets: int) -> bool:
     return False
 
 
+def _observe_lateness(metrics: Metrics, stream_time: int, timestamps: Any) -> None:
+    """Kafka Streams' ``record-lateness`` of each record (stream time before it minus its
+    timestamp, 0 when it advances stream time), records with a negative timestamp left out."""
+    ts = np.asarray(timestamps, dtype=np.int64)
+    ts = ts[ts >= 0]
+    if not len(ts):
+        return
+    before = np.maximum.accumulate(np.concatenate(([stream_time], ts[:-1])))
+    lateness = np.maximum(before - ts, 0)
+    metrics.counters[LATENESS_SUM] += int(lateness.sum())
+    metrics.counters[LATENESS_COUNT] += len(lateness)
+    metrics.observe_max(LATENESS_MAX, float(lateness.max()))
+
+
+#: the task state's entry with each store's buckets' entry counts and sizes in bytes
+_STORE_SIZES = "store_sizes"
+
+
+#: store -> bucket -> entries and bytes of what a batch wrote (``None``: deleted)
+_Written = dict[str, dict[int, tuple[int, int] | None]]
+
+
+def _store_sizes(task: Task, previous: dict[str, Any], written: _Written,
+                 metrics: Metrics) -> dict[str, dict[int, tuple[int, int]]]:
+    """Each store's buckets' entries and bytes after this batch, with gauges
+    ``estimate-num-keys:<store>`` and ``state-bytes:<store>``."""
+    sizes: dict[str, dict[int, tuple[int, int]]] = previous.get(_STORE_SIZES, {})
+    for name in task.stores:
+        buckets = sizes.setdefault(name, {})
+        for bucket, size in written.get(name, {}).items():
+            if size is None:
+                buckets.pop(bucket, None)
+            else:
+                buckets[bucket] = size
+        metrics.gauges[f"estimate-num-keys:{name}"] = sum(n for n, _ in buckets.values())
+        metrics.gauges[f"state-bytes:{name}"] = sum(b for _, b in buckets.values())
+    return sizes
+
+
 def run_task_batch(
     topology: Topology,
     sub: SubTopology,
@@ -133,6 +174,8 @@ def run_task_batch(
         )
         task.restore_state(previous)
         task.init()
+        if spilling is not None:
+            spilling.entry_counts = {n: s.bucket_entries for n, s in task.stores.items()}
         return task
 
     if isinstance(records, SourceBatch) and _touches_most_buckets(records, config.state_buckets):
@@ -140,8 +183,10 @@ def run_task_batch(
     metrics = Metrics()
     task = new_task(metrics)
     fast = 0
+    written: _Written = {}
     try:
         if isinstance(records, SourceBatch):
+            stream_time = task.stream_time
             try:
                 fast = task.process_batch(records, fast=fast_path)
             except FastPathAborted as aborted:
@@ -151,29 +196,38 @@ def run_task_batch(
                 metrics = Metrics()
                 task = new_task(metrics)
                 fast = task.process_batch(records, fast=False)
+            _observe_lateness(metrics, stream_time, records.timestamps)
         else:
+            stamps = []
+            stream_time = task.stream_time
             for rec in records:
+                stamps.append(rec.timestamp)
                 task.process(rec)
                 task.punctuate_stream_time()
+            _observe_lateness(metrics, stream_time, stamps)
         task.punctuate_wall_clock()
         task.maybe_close_idle()
         task.commit()
         output = task.drain_output_parts()
         for store in task.stores.values():
+            sizes = written[store.name] = {}
             for bucket, data in store.dirty_buckets().items():
-                state.save_bucket(
-                    store.name, bucket, None if data is None else pickle.dumps(data, protocol=5)
-                )
+                packed = None if data is None else pickle.dumps(data, protocol=5)
+                state.save_bucket(store.name, bucket, packed)
+                sizes[bucket] = (None if data is None
+                                 else (store.bucket_entries(data), len(packed or b"")))
             store.clear_dirty()
         if spilling is not None:
             if spilling.spills:
                 metrics.merge({"state-buckets-spilled": spilling.spills})
-            spilling.write_spilled()
+            for (name, bucket), size in spilling.write_spilled().items():
+                written.setdefault(name, {})[bucket] = size
     finally:
         if spilling is not None:
             spilling.discard()
     seq = previous.get("output_seq", 0)
     new_state = task.checkpoint_state()
     new_state["output_seq"] = seq + output_count(output)
+    new_state[_STORE_SIZES] = _store_sizes(task, previous, written, metrics)
     state.set_meta(pickle.dumps(new_state, protocol=5))
     return BatchResult(output, task.drain_changelog(), metrics, seq, fast)

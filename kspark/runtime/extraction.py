@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kspark._duration import whole
 from kspark.errors import StreamsError
 from kspark.records import ConsumedRecord, Headers
 from kspark.topology.nodes import SourceNode
@@ -32,9 +33,11 @@ def extracted_timestamp(
     except Exception as exc:
         raise StreamsError(f"the timestamp extractor of source {node.name!r} failed on the "
                            f"{where}: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(ts, int) or isinstance(ts, bool):
+    extracted = whole(ts)
+    if extracted is None:
         raise StreamsError(f"the timestamp extractor of source {node.name!r} returned "
                            f"{ts!r:.80} for the {where}, not a timestamp in ms")
+    ts = extracted
     if ts < 0:
         record_dropped("invalid-timestamp", f"skipped {where}: source {node.name!r} extracted "
                                             f"the negative timestamp {ts}")

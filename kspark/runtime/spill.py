@@ -15,6 +15,7 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from kspark.runtime.durable_state import TaskStateBackend
@@ -39,6 +40,10 @@ class SpillingState:
         self._spilled: dict[tuple[str, int], str | None] = {}
         #: buckets written to a file since this object was made
         self.spills = 0
+        #: each store's count of a bucket's entries (``StoreBase.bucket_entries``)
+        self.entry_counts: dict[str, Callable[[Any], int]] = {}
+        #: (store, bucket) -> entries and bytes of what is spilled, ``None`` when empty
+        self._sizes: dict[tuple[str, int], tuple[int, int] | None] = {}
 
     # -- TaskStateBackend --------------------------------------------------------------------
     def get_meta(self) -> bytes | None:
@@ -71,18 +76,24 @@ class SpillingState:
         if data is None:
             self._forget(key)
             self._spilled[key] = None
+            self._sizes[key] = None
             return
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="kspark-spill-", dir=self._parent or local_dir())
         path = self._spilled.get(key) or os.path.join(self._dir, f"{self.spills}.bin")
         with open(path, "wb") as f:
             pickle.dump(data, f, protocol=5)
+            size = f.tell()
         self._spilled[key] = path
+        count = self.entry_counts.get(store)
+        self._sizes[key] = (0 if count is None else count(data), size)
         self.spills += 1
 
     # -- end of a batch ----------------------------------------------------------------------
-    def write_spilled(self) -> None:
-        """Write every spilled bucket to the durable state, then remove the files."""
+    def write_spilled(self) -> dict[tuple[str, int], tuple[int, int] | None]:
+        """Write every spilled bucket to the durable state, then remove the files; returns
+        each written bucket's entries and bytes (``None``: empty)."""
+        sizes = dict(self._sizes)
         for (store, bucket), path in list(self._spilled.items()):
             if path is None:
                 self.inner.save_bucket(store, bucket, None)
@@ -90,15 +101,18 @@ class SpillingState:
                 with open(path, "rb") as f:
                     self.inner.save_bucket(store, bucket, f.read())
         self.discard()
+        return sizes
 
     def discard(self) -> None:
         """Forget every spilled bucket (the durable state is as before the batch)."""
         self._spilled.clear()
+        self._sizes.clear()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
     def _forget(self, key: tuple[str, int]) -> None:
+        self._sizes.pop(key, None)
         path = self._spilled.pop(key, None)
         if path is not None:
             os.unlink(path)

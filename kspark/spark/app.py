@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
@@ -18,9 +18,13 @@ from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
 from kspark.spark.internals.failures import as_kspark_error, kspark_errors
+from kspark.spark.internals.live_metrics import LiveMetrics, MetricsReport
 from kspark.state.internals.changelog import changelog_topic
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
+
+if TYPE_CHECKING:
+    from kspark.spark.prometheus import MetricsEndpoint
 
 log = logging.getLogger("kspark.app")
 
@@ -60,9 +64,8 @@ class StreamsApp:
         self._spark = spark
         self._master = master
         self._query: Any = None
-        self._metrics = Metrics()
+        self._live = LiveMetrics()
         self._lock = threading.Lock()
-        self._batches = 0
         self._ticks = False
         self._spark_partitions: int | None = None
         self._plan: ExecutionPlan | None = None
@@ -292,10 +295,10 @@ class StreamsApp:
         writers = partition_writers(sinks)
         if writers:  # the executors write these sinks; the driver gets the rest
             frame = frame.mapInArrow(write_in_tasks(writers, batch_id, run), ROW_DDL)
-        metrics = write_batch(frame.toArrow(), batch_id, sinks, writers, run)
+        began = time.monotonic()
+        figures = write_batch(frame.toArrow(), batch_id, sinks, writers, run)
         with self._lock:
-            self._metrics.merge(metrics.counters)
-            self._batches += 1
+            self._live.record(figures, (time.monotonic() - began) * 1000)
 
     def _sink_locations(self) -> dict[str, TopicLocation]:
         """The locations the app writes: output topics, changelogs and the dead-letter topic."""
@@ -386,16 +389,25 @@ class StreamsApp:
 
     def metrics(self) -> dict[str, int]:
         """Counters since this app object started (dropped records, processed records, ...)."""
+        return self.metrics_report().counters
+
+    def metrics_report(self) -> MetricsReport:
+        """Figures per task and for the app, Kafka Streams' names (docs/api.md "Metrics")."""
         with self._lock:
-            out = self._metrics.snapshot()
-            out["batches"] = self._batches
-            return out
+            return self._live.report(self.application_id)
+
+    def serve_metrics(self, port: int = 0, host: str = "0.0.0.0") -> MetricsEndpoint:
+        """Serve :meth:`metrics_report` in Prometheus' text format on ``host:port`` (0: a free
+        port) until the endpoint is closed; needs the ``metrics`` extra."""
+        from kspark.spark.prometheus import serve_metrics
+
+        return serve_metrics(self, port, host)
 
     def wait_until_idle_ticks(self, count: int, timeout: float = 60.0) -> None:
         """Wait until ``count`` more micro-batches ran (ticks included)."""
-        target = self._batches + count
+        target = self._live.batches + count
         deadline = time.time() + timeout
-        while self._batches < target:
+        while self._live.batches < target:
             if time.time() > deadline:
                 raise TimeoutError(f"fewer than {count} batches in {timeout} s")
             exc = self._require_query().exception()

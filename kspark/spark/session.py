@@ -115,6 +115,7 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     prepare_python_env()
     from pyspark.sql import SparkSession
 
+    from kspark.spark.internals.jvm_stderr import launch_gateway_quietly
     from kspark.spark.internals.kafka_connector import add_connector_jars
 
     builder = SparkSession.builder.master(master).appName("kspark")
@@ -128,6 +129,8 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     if home is not None:
         os.environ["SPARK_HOME"] = home
     try:
+        launch_gateway_quietly({"spark.master": master, "spark.app.name": "kspark", **{
+            k: str(v) for k, v in settings.items()}})
         spark = builder.getOrCreate()
     finally:
         if home is not None:

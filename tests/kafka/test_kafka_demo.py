@@ -54,3 +54,8 @@ def test_demo_runs_end_to_end_and_agrees_with_the_test_driver(spark, bootstrap, 
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = printed.getvalue()
     assert "Summary" in text and f"{len(closed):,}" in text and str(png) in text
+    # the processing rate apart from start-up and producing: the time in micro-batches is part
+    # of the wall time after start-up, and the rate printed is the records over it
+    assert 0 < result.busy_seconds <= result.seconds - result.startup_seconds
+    assert result.startup_seconds > 0 and 0 < result.producing_seconds < result.seconds
+    assert f"{result.processed / result.busy_seconds:,.0f}" in text

@@ -1,17 +1,21 @@
 """``kspark run MODULE:ATTR`` (issue: Spark-native in and out): it runs the sessions example
 from Kafka with live progress; Ctrl-C stops it with its checkpoint intact, and a second run
-resumes: the read_committed outputs equal the test driver's (nothing lost, nothing twice)."""
+resumes: the read_committed outputs equal the test driver's (nothing lost, nothing twice).
+``--metrics-port`` serves its figures to Prometheus while it runs."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from kafka_util import create, driver_outputs, kafka_outputs, produce, sessions_clicks
+from prometheus_client.parser import text_string_to_metric_families
 
 from kspark.kafka import TopicError
 
@@ -33,11 +37,25 @@ def app():
 '''
 
 
-def _run_until(app_dir: str, env: dict, done, timeout: float = 240.0) -> str:
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _process_totals(port: int) -> dict[str, float]:
+    """Each task's ``process_total`` scraped from the app's metrics endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {s.labels["task_id"]: s.value for f in text_string_to_metric_families(text)
+            for s in f.samples if s.name == "kafka_streams_stream_task_metrics_process_total"}
+
+
+def _run_until(app_dir: str, env: dict, done, timeout: float = 240.0, *extra: str) -> str:
     """Start ``kspark run`` and send it Ctrl-C once ``done()`` holds; its output."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "kspark.cli", "run", "runapp:app", "--checkpoint",
-         os.path.join(app_dir, "ck"), "--master", "local[2]"],
+         os.path.join(app_dir, "ck"), "--master", "local[2]", *extra],
         cwd=app_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + timeout
     try:
@@ -73,8 +91,19 @@ def test_kspark_run_stops_on_ctrl_c_and_a_second_run_resumes(app_dir, bootstrap,
 
         return done
 
-    out = _run_until(app_dir, env, reached(first))
+    port, scraped = _free_port(), []
+
+    def reached_and_scraped() -> bool:  # the running app's figures, once it has counted all
+        if not reached(first)():
+            return False
+        scraped.insert(0, _process_totals(port))
+        return sum(scraped[0].values()) >= 200  # published just before the batch is counted
+
+    out = _run_until(app_dir, env, reached_and_scraped, 240.0, "--metrics-port", str(port))
     assert "Ctrl-C stops it" in out and "is intact: the same command resumes from it" in out
+    assert f"metrics: http://localhost:{port}/metrics" in out
+    assert sorted(scraped[0]) == ["0_0", "0_1", "0_2", "0_3"]  # the clicks topic's partitions
+    assert sum(scraped[0].values()) == 200  # each click processed once
     assert os.path.isdir(os.path.join(app_dir, "ck", "query", "commits"))
     parts += produce(bootstrap, f"{prefix}clicks", clicks[200:])
     _run_until(app_dir, env, reached(driver_outputs(clicks, parts)))

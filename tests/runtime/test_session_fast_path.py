@@ -55,7 +55,12 @@ def topology(gap: int, grace: int, on_close: bool, caching: bool, kind: str,
 
 
 def state_of(state: DictTaskState) -> tuple:
+    """The task's meta and buckets; of the stores' sizes, the entries (the paths may pickle
+    equal data to other bytes)."""
     meta = pickle.loads(state.meta) if state.meta else None
+    if meta is not None:
+        meta["store_sizes"] = {store: {bucket: entries for bucket, (entries, _) in sizes.items()}
+                               for store, sizes in meta["store_sizes"].items()}
     buckets = {k: pickle.loads(v) for k, v in state.buckets.items()}
     return meta, buckets
 

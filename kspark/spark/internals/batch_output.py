@@ -6,8 +6,7 @@ the app's metrics."""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -49,6 +48,22 @@ def _is_record(table: pa.Table) -> Any:
     return pc.fill_null(pc.is_in(table.column("kind"), value_set=kinds), False)
 
 
+def observe_e2e_latency(metrics: Metrics, topic: str, rows: pa.Table) -> None:
+    """Kafka Streams' ``record-e2e-latency`` of ``rows`` written to ``topic`` (now minus each
+    record's timestamp, in ms; changelog rows left out): counters ``e2e-latency-sum:<topic>``
+    and ``e2e-latency-count:<topic>``, maximum and minimum ``e2e-latency:<topic>``."""
+    stamps = rows.filter(pc.equal(rows.column("kind"), KIND_RECORD)).column("timestamp")
+    if not len(stamps):
+        return
+    now = int(time.time() * 1000)
+    latency = pc.subtract(pa.scalar(now, pa.int64()), stamps)
+    bounds = pc.min_max(latency).as_py()
+    metrics.counters[f"e2e-latency-sum:{topic}"] += int(pc.sum(latency).as_py())
+    metrics.counters[f"e2e-latency-count:{topic}"] += len(latency)
+    metrics.observe_max(f"e2e-latency:{topic}", bounds["max"])
+    metrics.observe_min(f"e2e-latency:{topic}", bounds["min"])
+
+
 def write_in_tasks(writers: Writers, batch_id: int, run: str
                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A ``mapInArrow`` function over the stages' output rows that writes each Spark
@@ -62,7 +77,7 @@ def write_in_tasks(writers: Writers, batch_id: int, run: str
         partition = context.partitionId() if context is not None else 0
         for writer, _ in writers:  # while the stage computes the records
             writer.begin(batch_id, run, partition)
-        counters: Counter[str] = Counter()
+        metrics = Metrics()
         written: list[str] = []
         try:
             table = unpack_output(pa.Table.from_batches(list(batches), schema=ROW_ARROW))
@@ -74,8 +89,9 @@ def write_in_tasks(writers: Writers, batch_id: int, run: str
                     rows = table.filter(pc.and_(records, pc.equal(topics, name)))
                     if rows.num_rows:
                         tables[name] = rows.select(SINK_COLUMNS)
+                        observe_e2e_latency(metrics, name, rows)
                 if tables:
-                    counters.update(writer.write(batch_id, run, partition, tables))
+                    metrics.merge(writer.write(batch_id, run, partition, tables))
                 written.extend(names)
         finally:
             for writer, _ in writers:
@@ -83,9 +99,9 @@ def write_in_tasks(writers: Writers, batch_id: int, run: str
         mine = pc.fill_null(pc.is_in(topics, value_set=pa.array(written, pa.string())), False)
         rest = table.filter(pc.invert(pc.and_(records, mine)))
         yield from rest.to_batches()
-        if counters:
+        if metrics.has_figures():
             yield pa.RecordBatch.from_pylist([{
-                "kind": KIND_METRICS, "value": json.dumps(dict(counters)).encode(),
+                "kind": KIND_METRICS, "value": metrics.to_json(),
                 "timestamp": -1, "partition": partition, "offset": -1,
             }], schema=ROW_ARROW)
 
@@ -93,14 +109,15 @@ def write_in_tasks(writers: Writers, batch_id: int, run: str
 
 
 def write_batch(table: pa.Table, batch_id: int, sinks: Mapping[str, TopicLocation],
-                writers: Writers, run: str) -> Metrics:
+                writers: Writers, run: str) -> dict[str, Metrics]:
     """On the driver, with the rows the tasks passed on (:data:`~.wire.ROW_COLUMNS`, packed
     rows included): write the records of each sink without a partition writer, publish each
     partition writer's batch, commit each location once for ``batch_id`` of run ``run``.
-    Returns the tasks' counters of the batch."""
+    Returns the batch's figures by task id (``""``: the sinks' writers and the driver)."""
     table = unpack_output(table)
     records = table.filter(_is_record(table))
     driver_sinks = {t: s for t, s in sinks.items() if s.partition_writer() is None}
+    figures: dict[str, Metrics] = {"": Metrics()}
     for topic in pc.unique(records.column("topic")).to_pylist():
         if topic not in driver_sinks:
             raise StreamsError(
@@ -108,15 +125,15 @@ def write_batch(table: pa.Table, batch_id: int, sinks: Mapping[str, TopicLocatio
             )
     topic_column = records.column("topic")
     for topic, sink in driver_sinks.items():
-        sink.write_table(batch_id, records.filter(pc.equal(topic_column, topic))
-                         .select(SINK_COLUMNS))
+        rows = records.filter(pc.equal(topic_column, topic))
+        sink.write_table(batch_id, rows.select(SINK_COLUMNS))
+        observe_e2e_latency(figures[""], topic, rows)
     for writer, _ in writers:
         writer.publish(batch_id, run)
     for sink in {id(s): s for s in sinks.values()}.values():
         sink.commit_batch(batch_id, run)
-    metrics = Metrics()
-    metrics.merge({DRIVER_RECORDS: records.num_rows})
-    is_metrics = pc.fill_null(pc.equal(table.column("kind"), KIND_METRICS), False)
-    for value in table.filter(is_metrics).column("value").to_pylist():
-        metrics.merge(json.loads(value))
-    return metrics
+    figures[""].merge({DRIVER_RECORDS: records.num_rows})
+    rows = table.filter(pc.fill_null(pc.equal(table.column("kind"), KIND_METRICS), False))
+    for task, value in zip(rows.column("task").to_pylist(), rows.column("value").to_pylist()):
+        figures.setdefault(task or "", Metrics()).merge_all(Metrics.from_json(value))
+    return figures

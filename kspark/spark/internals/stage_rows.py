@@ -3,7 +3,6 @@ run the task, and turn its output into rows, as columns with pandas and numpy.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
@@ -115,13 +114,12 @@ def _run_task(
         _changelog_rows(
             stage.changelog_topics, topology, result.changelog, rows, task_id, partition
         )
-    counters = {k: v for k, v in result.metrics.counters.items() if v}
-    if counters:
+    if result.metrics.has_figures():
         metrics_row = (
             KIND_METRICS,
             None,
             None,
-            json.dumps(counters).encode(),
+            result.metrics.to_json(),
             -1,
             partition,
             -1,

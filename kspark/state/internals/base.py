@@ -162,6 +162,11 @@ class StoreBase:
         """An empty bucket's data structure."""
         raise NotImplementedError
 
+    def bucket_entries(self, data: Any) -> int:
+        """The number of entries in a bucket's ``data`` (for the ``estimate-num-keys``
+        metric)."""
+        return len(data)
+
     def _unpack(self, bucket: int, packed: PackedBucket) -> Any:
         """Build ``bucket``'s data from the packed entries it holds, hold it in their place and
         mark the bucket changed (so that it is written back as built)."""

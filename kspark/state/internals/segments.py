@@ -186,6 +186,12 @@ class SegmentedStore(StoreBase):
     def _new_bucket(self) -> dict[int, Any]:
         return {}
 
+    def bucket_entries(self, data: Any) -> int:
+        """The windows or sessions held: one per key and sub-key of each segment."""
+        if isinstance(data, PackedBucket):  # one entry per row
+            return len(data)
+        return sum(len(subs) for segment in data.values() for subs in segment.values())
+
     def _write(self, key: Any, segment_ts: int, sub: Any, value: Any, timestamp: int,
                emptied: list[int] | None = None) -> Any:
         """Observe ``segment_ts``, then store ``(value, timestamp)`` under ``(key, sub)`` (or
