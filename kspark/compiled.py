@@ -36,7 +36,7 @@ MODULES: tuple[str, ...] = (
     "kspark._json_codec",
     "kspark.records",
     "kspark.windows",
-    "kspark.serdes",
+    "kspark.serdes.core",
     "kspark.processor.api",
     "kspark.processor.punctuation",
     "kspark.runtime.changelog_entries",

@@ -195,13 +195,18 @@ class BuildError(KsparkError):
 
 
 def build_jar(sources: Path, jar_name: str, cache_name: str,
-              announce: str | None = None) -> Path:
+              announce: str | None = None, *, settings: str | None = None,
+              with_dirs: tuple[str, ...] = ()) -> Path:
     """The jar ``jar_name`` that ``mvn -q -B package`` of the Maven project in ``sources``
     (``pom.xml`` and ``src/``) builds, built on first use in a copy of the project (a build
     never writes into the checkout) and cached in ``<cache>/<cache_name>/<hash of the
-    sources>/``. A lock serialises builds across processes; the jar appears complete or not at
-    all. ``announce`` is printed before a build."""
+    sources>/``, with the directories ``with_dirs`` of the build's ``target/`` beside it (a
+    runnable jar's ``lib/``). ``settings`` names the project's Maven settings file. A lock
+    serialises builds across processes; the jar appears complete or not at all. ``announce``
+    is printed before a build."""
     files = [sources / "pom.xml", *sorted(p for p in (sources / "src").rglob("*") if p.is_file())]
+    if settings is not None:
+        files.append(sources / settings)
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(sources)).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -222,13 +227,17 @@ def build_jar(sources: Path, jar_name: str, cache_name: str,
         with tempfile.TemporaryDirectory(prefix="build-", dir=target) as build:
             shutil.copy2(sources / "pom.xml", Path(build) / "pom.xml")
             shutil.copytree(sources / "src", Path(build) / "src")
-            proc = subprocess.run([mvn, "-q", "-B", "package"], cwd=build, capture_output=True,
-                                  text=True, check=False)
+            options = [] if settings is None else ["-s", str(sources / settings)]
+            proc = subprocess.run([mvn, "-q", "-B", *options, "package"], cwd=build,
+                                  capture_output=True, text=True, check=False)
             built = Path(build) / "target" / jar_name
             if proc.returncode != 0 or not built.is_file():
                 tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
                 raise BuildError(f"mvn -q -B package of {sources} failed "
                                  f"(exit {proc.returncode}):\n{tail}")
+            for name in with_dirs:
+                shutil.rmtree(target / name, ignore_errors=True)
+                shutil.copytree(Path(build) / "target" / name, target / name)
             partial = target / (jar_name + ".part")
             shutil.copy2(built, partial)
             os.replace(partial, jar)

@@ -1,4 +1,5 @@
-"""Shared fixtures: one Spark session for the whole run (PySpark is slow to start)."""
+"""Shared fixtures: one Spark session for the whole run (PySpark is slow to start), one
+Schema Registry server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ def spark():
     session = local_spark("local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory):
+    """The URL of a real Schema Registry server (Apicurio Registry) for the whole run."""
+    from registry_server import SchemaRegistryServer
+
+    server = SchemaRegistryServer(str(tmp_path_factory.mktemp("registry") / "registry.log"))
+    yield server.url
+    server.close()
 
 
 @pytest.fixture

@@ -2,9 +2,11 @@
 
 :func:`column_for` is the one place that says which column each serde kind becomes: ``String``
 -> string, ``Long`` -> int64, ``Double`` -> float64, ``Bytes`` -> binary, ``Json`` -> its JSON
-text (or, with a schema, the schema's type); any other serde is deserialized record by record
-and kept as JSON text (or as the schema's type). A windowed key becomes ``key`` plus
-``window_start``/``window_end`` (UTC timestamps) and ``window_start_ms``/``window_end_ms``.
+text (or, with a schema, the schema's type); a Schema Registry serde with a schema -> that
+schema's type (an Avro record, a Protobuf message, a JSON schema's object: a struct); any other
+serde is deserialized record by record and kept as JSON text (or as the schema's type). A
+windowed key becomes ``key`` plus ``window_start``/``window_end`` (UTC timestamps) and
+``window_start_ms``/``window_end_ms``.
 Every result also has ``timestamp`` (UTC), ``timestamp_ms`` and ``partition``; an update stream
 (a ``KTable.to_stream()``) has ``is_tombstone``. Known serdes decode a column at a time with
 Arrow. A result that does not fit its column raises :class:`~kspark.errors.StreamsError`
@@ -39,6 +41,7 @@ from kspark.serdes import (
     String,
     TimeWindowed,
 )
+from kspark.serdes.registry import SchemaRegistrySerde
 from kspark.topology.topology import ProcessorNode, SinkNode, SourceNode, Topology
 from kspark.windows import Windowed
 
@@ -113,6 +116,8 @@ def column_for(serde: Serde, schema: Any = None) -> Column:
     or a Spark type) types a ``Json`` or other serde's values instead of their JSON text."""
     if schema is not None and not isinstance(serde, String | Long | Double | Bytes):
         return Column(serde, arrow_type(schema))
+    if isinstance(serde, SchemaRegistrySerde) and (typed := serde.column_type()) is not None:
+        return _Registry(serde, typed)
     if isinstance(serde, String | Json):
         return _Utf8(serde, pa.string())
     if isinstance(serde, Long):
@@ -122,6 +127,16 @@ def column_for(serde: Serde, schema: Any = None) -> Column:
     if isinstance(serde, Bytes):
         return _Raw(serde, pa.binary())
     return _AsJson(serde, pa.string())
+
+
+class _Registry(Column):
+    """A Schema Registry serde's values as its schema's type (an Avro record, a Protobuf
+    message, a JSON schema's object: a struct)."""
+
+    serde: SchemaRegistrySerde
+
+    def from_values(self, values: Sequence[Any], name: str) -> pa.Array:
+        return convert([self.serde.plain(v) for v in values], self.type, name)
 
 
 class _AsJson(Column):

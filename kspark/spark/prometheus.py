@@ -49,24 +49,24 @@ def families(report: MetricsReport) -> Iterator[Metric]:
             family.add_metric([*app, task_id], value(task))
         return family
 
-    yield per_task(CounterMetricFamily, "process", "Records processed.",
-                   lambda t: t.process_total)
-    yield per_task(GaugeMetricFamily, "process_rate", "Records processed per second.",
-                   lambda t: t.process_rate)
-    yield per_task(CounterMetricFamily, "punctuate", "Punctuator calls.",
-                   lambda t: t.punctuate_total)
-    yield per_task(GaugeMetricFamily, "punctuate_rate", "Punctuator calls per second.",
-                   lambda t: t.punctuate_rate)
-    yield per_task(CounterMetricFamily, "dropped_records", "Records dropped.",
-                   lambda t: t.dropped_records_total)
-    yield per_task(GaugeMetricFamily, "dropped_records_rate", "Records dropped per second.",
-                   lambda t: t.dropped_records_rate)
-    yield per_task(GaugeMetricFamily, "record_lateness_avg",
-                   "Average lateness of the records (ms behind stream time).",
-                   lambda t: t.record_lateness_avg)
-    yield per_task(GaugeMetricFamily, "record_lateness_max",
-                   "Largest lateness of a record (ms behind stream time).",
-                   lambda t: t.record_lateness_max)
+    for kind, name, doc, of_task in (
+            (CounterMetricFamily, "process", "Records processed.", lambda t: t.process_total),
+            (GaugeMetricFamily, "process_rate", "Records processed per second.",
+             lambda t: t.process_rate),
+            (CounterMetricFamily, "punctuate", "Punctuator calls.", lambda t: t.punctuate_total),
+            (GaugeMetricFamily, "punctuate_rate", "Punctuator calls per second.",
+             lambda t: t.punctuate_rate),
+            (CounterMetricFamily, "dropped_records", "Records dropped.",
+             lambda t: t.dropped_records_total),
+            (GaugeMetricFamily, "dropped_records_rate", "Records dropped per second.",
+             lambda t: t.dropped_records_rate),
+            (GaugeMetricFamily, "record_lateness_avg",
+             "Average lateness of the records (ms behind stream time).",
+             lambda t: t.record_lateness_avg),
+            (GaugeMetricFamily, "record_lateness_max",
+             "Largest lateness of a record (ms behind stream time).",
+             lambda t: t.record_lateness_max)):
+        yield per_task(kind, name, doc, of_task)
     dropped = CounterMetricFamily("kspark_dropped_records", "Records dropped, by reason.",
                                   labels=[*task_labels, "reason"])
     keys = GaugeMetricFamily(STATE + "estimate_num_keys", "Keys held by a state store.",

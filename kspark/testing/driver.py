@@ -19,6 +19,7 @@ from kspark.records import Headers, KeyValue, to_headers
 from kspark.runtime.metrics import Metrics
 from kspark.runtime.task import OutputBlock, OutputRecord, Task
 from kspark.serdes import Serde, as_serde, serializer_of
+from kspark.serdes.registry import for_topic
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.testing.internals.chunked_queue import ChunkedQueue
@@ -96,8 +97,8 @@ class TopologyTestDriver:
         return TestInputTopic(
             self,
             topic,
-            self._serde(key_serde, True),
-            self._serde(value_serde, False),
+            for_topic(self._serde(key_serde, True), topic),
+            for_topic(self._serde(value_serde, False), topic),
             to_ms(start_timestamp),
             to_ms(auto_advance),
         )
@@ -105,9 +106,8 @@ class TopologyTestDriver:
     def create_output_topic(
         self, topic: str, key_serde: Any = None, value_serde: Any = None
     ) -> TestOutputTopic:
-        return TestOutputTopic(
-            self, topic, self._serde(key_serde, True), self._serde(value_serde, False)
-        )
+        return TestOutputTopic(self, topic, for_topic(self._serde(key_serde, True), topic),
+                               for_topic(self._serde(value_serde, False), topic))
 
     def _serde(self, serde: Any, is_key: bool) -> Serde:
         if serde is None:

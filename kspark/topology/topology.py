@@ -11,6 +11,7 @@ from typing import Any
 from kspark.errors import TopologyError
 from kspark.processor.api import Processor
 from kspark.serdes import Serde, as_serde
+from kspark.serdes.registry import for_topic
 from kspark.topology.description import TopologyDescription
 from kspark.topology.nodes import Node, ProcessorNode, ProcessorSupplier, SinkNode, SourceNode
 
@@ -107,8 +108,10 @@ class Topology:
             for node in self.nodes.values():
                 if isinstance(node, SourceNode) and t in node.topics:
                     raise TopologyError(f"topic {t!r} is already read by source {node.name!r}")
-        self.nodes[name] = SourceNode(name, topics, _serde(key_serde), _serde(value_serde), pattern,
-                                      timestamp_extractor)
+        key, value = _serde(key_serde), _serde(value_serde)
+        if len(topics) == 1:  # a Schema Registry serde names its subjects after the topic
+            key, value = for_topic(key, topics[0]), for_topic(value, topics[0])
+        self.nodes[name] = SourceNode(name, topics, key, value, pattern, timestamp_extractor)
         return self
 
     def add_processor(self, name: str, supplier: Any, *parent_names: str) -> Topology:
@@ -137,8 +140,8 @@ class Topology:
             self.nodes[name] = SinkNode(name, "", parents, _serde(key_serde),
                                         _serde(value_serde), partitioner, topic)
         elif isinstance(topic, str) and topic:
-            self.nodes[name] = SinkNode(name, topic, parents, _serde(key_serde),
-                                        _serde(value_serde), partitioner)
+            self.nodes[name] = SinkNode(name, topic, parents, for_topic(_serde(key_serde), topic),
+                                        for_topic(_serde(value_serde), topic), partitioner)
         else:
             raise TopologyError(f"sink {name!r}: the topic must be a name or a topic extractor "
                                 f"(key, value, sink_context) -> name, got {topic!r}")
