@@ -48,13 +48,14 @@ def load_app(spec: str) -> Any:
 
 
 def with_options(app: Any, master: str | None, checkpoint: str | None,
-                 config: list[str]) -> Any:
-    """``app`` with the command line's master, checkpoint directory and settings."""
+                 config: list[str], remote: str | None = None) -> Any:
+    """``app`` with the command line's master (or Spark Connect server), checkpoint directory
+    and settings."""
     from kspark.config import StreamsConfig
     from kspark.errors import ConfigError
     from kspark.spark.app import StreamsApp
 
-    if master is None and checkpoint is None and not config:
+    if master is None and checkpoint is None and not config and remote is None:
         return app
     settings = dict(vars(app.config))
     extra = settings.pop("extra")
@@ -67,7 +68,12 @@ def with_options(app: Any, master: str | None, checkpoint: str | None,
         merged = StreamsConfig.of({**settings, **extra})
     except ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--config") from exc
-    return StreamsApp(app.topology, app.application_id, app.topics, spark=None, config=merged,
+    spark = None
+    if remote is not None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+    return StreamsApp(app.topology, app.application_id, app.topics, spark=spark, config=merged,
                       checkpoint_dir=checkpoint or app.checkpoint_dir,
                       trigger_interval_ms=app.trigger_interval_ms,
                       master=master or app.master)
@@ -101,6 +107,9 @@ def run(
         list[str] | None,
         typer.Option("--config", metavar="KEY=VALUE", help="A setting; repeatable.")] = None,
     log: Annotated[str | None, typer.Option(help="File for Spark's log output.")] = None,
+    remote: Annotated[str | None, typer.Option(
+        help="Run on this Spark Connect server (sc://host:port) instead of a local Spark.")
+    ] = None,
     metrics_port: Annotated[int | None, typer.Option(
         help="Serve the app's metrics in Prometheus' format on this port (0: a free one).")
     ] = None,
@@ -109,7 +118,9 @@ def run(
     checkpoint."""
     from kspark.errors import KsparkError
 
-    app = with_options(load_app(spec), master, checkpoint, config or [])
+    if remote is not None and master is not None:
+        raise typer.BadParameter("give --master or --remote, not both", param_hint="--remote")
+    app = with_options(load_app(spec), master, checkpoint, config or [], remote)
     endpoint = None
     if metrics_port is not None:
         try:

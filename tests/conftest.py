@@ -1,5 +1,5 @@
 """Shared fixtures: one Spark session for the whole run (PySpark is slow to start), one
-Schema Registry server."""
+Schema Registry server, one Spark Connect server."""
 
 from __future__ import annotations
 
@@ -26,6 +26,18 @@ def schema_registry(tmp_path_factory):
 
     server = SchemaRegistryServer(str(tmp_path_factory.mktemp("registry") / "registry.log"))
     yield server.url
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server started from pyspark's distribution (``.url``: its address).
+    Its clients run in processes of their own: pyspark builds Spark Connect's columns in a
+    process that made a Connect session, and classic ones in this one."""
+    from connect_server import ConnectServer
+
+    server = ConnectServer(str(tmp_path_factory.mktemp("connect")))
+    yield server
     server.close()
 
 

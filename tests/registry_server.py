@@ -6,12 +6,13 @@ loopback port for the whole test run."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from net_util import free_port
 
 from kspark.maven import build_jar
 
@@ -20,11 +21,6 @@ JAR_NAME = "kspark-schema-registry-1.0-runner.jar"
 JVM_OPTIONS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 class SchemaRegistryServer:
     """The running registry; :attr:`url` is the base its clients are given."""
@@ -32,7 +28,7 @@ class SchemaRegistryServer:
     def __init__(self, log_path: str, timeout: float = 120.0) -> None:
         jar = build_jar(SOURCES, JAR_NAME, "schema-registry", settings="settings.xml",
                         with_dirs=("lib",))
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
         env = {**os.environ, "QUARKUS_HTTP_HOST": "127.0.0.1", "HTTP_PORT": str(self.port)}
         self._log = open(log_path, "ab")  # noqa: SIM115 (closed by close())

@@ -95,7 +95,6 @@ class KafkaTopic(TopicLocation):
             raise ValueError(f"kafka topic: partitions must be >= 1, got {self.partitions}")
         self._name: str | None = None
         self._resolved: int | None = None
-        self._app: Any = None
         self._writer: KafkaPartitionWriter | None = None
 
     # -- naming ----------------------------------------------------------------------------------
@@ -130,7 +129,7 @@ class KafkaTopic(TopicLocation):
     def prepare(self, app: AppView, topic: str) -> None:
         """At ``app.start()``: check a source topic exists; create (or verify) a topic the
         application writes, with its partitions and cleanup policy."""
-        self._name, self._app, self._resolved = topic, app, None
+        self._name, self._resolved = topic, None
         self._writer = None
         if topic in app.topology.external_source_topics():
             self._resolved = self._check_source(app)

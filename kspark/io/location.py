@@ -62,6 +62,10 @@ class PartitionWriter(ABC):
 class TopicLocation(ABC):
     """Where one topic of a topology lives: a source, a sink, or both."""
 
+    #: why it cannot be a sink of an app run over Spark Connect, whose server writes the
+    #: micro-batches in a process of its own (``None``: it can)
+    not_over_connect: str | None = None
+
     @property
     @abstractmethod
     def num_partitions(self) -> int | None:

@@ -21,6 +21,8 @@ from kspark.serdes import Json, Serde, as_serde
 class MemoryTopic(FileTopic):
     """A topic held in memory (source: temporary files; sink: driver memory)."""
 
+    not_over_connect = "a memory sink keeps its records in the process that writes them"
+
     def __init__(
         self,
         key_serde: Serde | None = None,

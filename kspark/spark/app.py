@@ -66,6 +66,7 @@ class StreamsApp:
         self._query: Any = None
         self._live = LiveMetrics()
         self._lock = threading.Lock()
+        self._connect = False
         self._ticks = False
         self._spark_partitions: int | None = None
         self._plan: ExecutionPlan | None = None
@@ -261,9 +262,16 @@ class StreamsApp:
         if self._query is not None:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
         self._plan = None
+        from kspark.spark.internals.batch_writer import BatchWriter, read_figures
         from kspark.spark.internals.warm_up import start_python_workers
+        from kspark.spark.session import configure_connect_session, is_connect
 
-        start_python_workers(self.spark)  # while the driver prepares and plans the query
+        connect = is_connect(self.spark)
+        if connect:  # figures a Connect server left for an earlier app object are not ours
+            configure_connect_session(self.spark)
+            read_figures(self.checkpoint_dir)
+        else:
+            start_python_workers(self.spark)  # while the driver prepares and plans the query
         for topic, spec in self.topics.items():
             if isinstance(spec, TopicLocation):  # e.g. a Kafka topic checks or creates itself
                 spec.prepare(self, topic)
@@ -272,10 +280,23 @@ class StreamsApp:
         from kspark.spark.internals.query import write_app_info
 
         write_app_info(self)
+        query_name = self.application_id.replace("-", "_")
+        sinks = self._sink_locations()
+        refused = {t: s.not_over_connect for t, s in sinks.items() if s.not_over_connect}
+        if connect and refused:
+            raise StreamsError(
+                f"StreamsApp {self.application_id!r}: over Spark Connect the server writes the "
+                f"micro-batches, and sinks {sorted(refused)} cannot be written there ("
+                f"{'; '.join(sorted(set(refused.values())))}): write them to kspark.io.files "
+                f"or kspark.io.kafka")
+        batches = BatchWriter(sinks, query_name, self.checkpoint_dir,
+                              None if connect else self._record_figures,
+                              None if connect else self._run_id)
+        self._connect = connect
         writer = (
-            frame.writeStream.foreachBatch(self._on_batch)
+            frame.writeStream.foreachBatch(batches)
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
-            .queryName(self.application_id.replace("-", "_"))
+            .queryName(query_name)
         )
         if self.trigger_interval_ms:
             writer = writer.trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
@@ -283,22 +304,17 @@ class StreamsApp:
             self._query = writer.start()
         return self
 
-    def _on_batch(self, frame: Any, batch_id: int) -> None:
-        from kspark.spark.internals.batch_output import (
-            partition_writers,
-            write_batch,
-            write_in_tasks,
-        )
-        from kspark.spark.internals.wire import ROW_DDL
-
-        sinks, run = self._sink_locations(), self._run_id()
-        writers = partition_writers(sinks)
-        if writers:  # the executors write these sinks; the driver gets the rest
-            frame = frame.mapInArrow(write_in_tasks(writers, batch_id, run), ROW_DDL)
-        began = time.monotonic()
-        figures = write_batch(frame.toArrow(), batch_id, sinks, writers, run)
+    def _record_figures(self, figures: dict[str, Metrics], took_ms: float) -> None:
         with self._lock:
-            self._live.record(figures, (time.monotonic() - began) * 1000)
+            self._live.record(figures, took_ms)
+
+    def _refresh_figures(self) -> None:
+        """Over Spark Connect: take in the figures the server's batch writer left."""
+        if self._connect:
+            from kspark.spark.internals.batch_writer import read_figures
+
+            for figures, took_ms in read_figures(self.checkpoint_dir):
+                self._record_figures(figures, took_ms)
 
     def _sink_locations(self) -> dict[str, TopicLocation]:
         """The locations the app writes: output topics, changelogs and the dead-letter topic."""
@@ -393,6 +409,7 @@ class StreamsApp:
 
     def metrics_report(self) -> MetricsReport:
         """Figures per task and for the app, Kafka Streams' names (docs/api.md "Metrics")."""
+        self._refresh_figures()
         with self._lock:
             return self._live.report(self.application_id)
 
@@ -405,9 +422,11 @@ class StreamsApp:
 
     def wait_until_idle_ticks(self, count: int, timeout: float = 60.0) -> None:
         """Wait until ``count`` more micro-batches ran (ticks included)."""
+        self._refresh_figures()
         target = self._live.batches + count
         deadline = time.time() + timeout
         while self._live.batches < target:
+            self._refresh_figures()
             if time.time() > deadline:
                 raise TimeoutError(f"fewer than {count} batches in {timeout} s")
             exc = self._require_query().exception()

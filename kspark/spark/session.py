@@ -110,6 +110,35 @@ def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
     }
 
 
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (not a classic ``SparkSession``, which
+    has a SparkContext and a JVM in this process)."""
+    from pyspark.sql import SparkSession
+
+    return not isinstance(spark, SparkSession)
+
+
+#: the settings of :func:`kspark_spark_conf` a session may take at run time (SQL settings):
+#: a Spark Connect session gets them from the app; the rest belong to the server's start
+SESSION_SETTINGS = (
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    "spark.sql.session.timeZone",
+    "spark.sql.execution.arrow.pyspark.enabled",
+    "spark.sql.streaming.noDataMicroBatches.enabled",
+    "spark.sql.streaming.checkpointFileManagerClass",
+)
+
+
+def configure_connect_session(spark: Any) -> None:
+    """Give a Spark Connect session kspark's SQL settings (:data:`SESSION_SETTINGS`): a
+    stateful query needs RocksDB state, the typed results UTC."""
+    conf = kspark_spark_conf()
+    for key in SESSION_SETTINGS:
+        if spark.conf.get(key, None) != conf[key]:
+            spark.conf.set(key, conf[key])
+
+
 def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) -> Any:
     """Get or create a Spark session for kspark on ``master``."""
     prepare_python_env()

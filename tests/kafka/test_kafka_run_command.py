@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import urllib.request
 
 import pytest
 from kafka_util import create, driver_outputs, kafka_outputs, produce, sessions_clicks
+from net_util import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from kspark.kafka import TopicError
@@ -36,11 +36,6 @@ def app():
     return StreamsApp(topology(), prefix + "app", topics, checkpoint_dir="unused")
 '''
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _process_totals(port: int) -> dict[str, float]:
@@ -91,7 +86,7 @@ def test_kspark_run_stops_on_ctrl_c_and_a_second_run_resumes(app_dir, bootstrap,
 
         return done
 
-    port, scraped = _free_port(), []
+    port, scraped = free_port(), []
 
     def reached_and_scraped() -> bool:  # the running app's figures, once it has counted all
         if not reached(first)():

@@ -89,7 +89,7 @@ def task_group_column(partition: Any, tasks: int, partitions: int | None = None)
 
     values = task_group_values(tasks, partitions)
     mapping = F.create_map(*[F.lit(x) for p, v in enumerate(values) for x in (p, v)])
-    return F.coalesce(mapping[partition], partition)
+    return F.coalesce(F.try_element_at(mapping, partition), partition)
 
 
 def _load_topology(blob: bytes, digest: str) -> Any:

@@ -80,6 +80,8 @@ class SparkSink(TopicLocation):
     """A sink that hands each non-empty micro-batch to Spark as a DataFrame of typed records
     (raw records with ``typed=False`` and for topics no sink node writes), once."""
 
+    not_over_connect = "a table or function sink writes through the app's own Spark session"
+
     def __init__(self, typed: bool = True, key_schema: Any = None,
                  value_schema: Any = None) -> None:
         self.typed, self.key_schema, self.value_schema = typed, key_schema, value_schema
