@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from typing import Any, ClassVar
 
 from kspark.errors import SerializationError
@@ -22,6 +23,8 @@ from kspark.serdes.core import Serde, SessionWindowed, TimeWindowed
 from kspark.serdes.schema_types import avro_arrow_type, json_schema_arrow_type, proto_arrow_type
 
 STRATEGIES = ("topic", "record", "topic_record")
+#: attempts to register a schema that a concurrent writer is registering too
+_REGISTER_ATTEMPTS = 5
 #: one client per registry and process (a mock registry's records live in its client)
 _CLIENTS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -126,8 +129,18 @@ class SchemaRegistrySerde(Serde):
                 "no topic to name the subject after (a source, a sink or a test topic binds "
                 "one; elsewhere, as for a store's changelog, use subject_name_strategy="
                 "'record')")
-        out: bytes = serializer(value, self._context())
-        return out
+        context, attempts = self._context(), 0
+        while True:
+            try:
+                out: bytes = serializer(value, context)
+                return out
+            except _confluent().SchemaRegistryError as exc:
+                # two writers registering one new subject at once: a registry may refuse the
+                # second (Apicurio's Confluent API answers 409); it is registered now
+                attempts += 1
+                if exc.http_status_code != 409 or attempts >= _REGISTER_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * attempts)
 
     def _deserialize(self, data: bytes) -> Any:
         if len(data) < 5 or data[0] != 0:

@@ -5,6 +5,7 @@ records, and a schema id the server does not know is named."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -70,3 +71,26 @@ def test_a_schema_id_the_server_does_not_know_is_named(schema_registry):
             pipe.pipe_input("k", b"\x00" + (987654).to_bytes(4, "big") + b"\x06pen\x04", 0)
     first = str(caught.value).splitlines()[0]
     assert f"topic '{topic}' partition 0 offset 0" in first and "schema id 987654" in first
+
+
+def test_writers_registering_one_new_subject_at_once_all_succeed(schema_registry):
+    """Spark's tasks register a sink's schema side by side; the server may refuse all but one
+    of simultaneous first registrations (409), which the serde retries."""
+    for _ in range(3):
+        topic = f"race-{uuid.uuid4().hex[:8]}"
+        writers = [serdes.Avro(schema_registry, ORDER_V1).for_topic(topic) for _ in range(8)]
+        start, results, errors = threading.Barrier(len(writers)), [], []
+
+        def write(serde, start=start, results=results, errors=errors) -> None:
+            start.wait()
+            try:
+                results.append(serde.serialize({"item": "pen", "qty": 1}))
+            except Exception as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in writers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == [] and len(set(results)) == 1  # one schema id for all
