@@ -153,3 +153,13 @@ class PacedProducer(threading.Thread):
             raise self.error
         assert not self.is_alive() and self.sent == len(self.records)
         return self.parts
+
+
+def wait_while_running(proc: Any, done: Any, timeout: float = 240.0) -> None:
+    """Poll ``done()`` each second until it holds; fail (with the process's output) if the
+    process ``proc`` ends first, or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "the app did not get there in time"
+        time.sleep(1)

@@ -9,11 +9,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
-from kafka_util import create, driver_outputs, kafka_outputs, produce, sessions_clicks
+from kafka_util import (
+    create,
+    driver_outputs,
+    kafka_outputs,
+    produce,
+    sessions_clicks,
+    wait_while_running,
+)
 from net_util import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -52,12 +58,8 @@ def _run_until(app_dir: str, env: dict, done, timeout: float = 240.0, *extra: st
         [sys.executable, "-m", "kspark.cli", "run", "runapp:app", "--checkpoint",
          os.path.join(app_dir, "ck"), "--master", "local[2]", *extra],
         cwd=app_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + timeout
     try:
-        while not done():
-            assert proc.poll() is None, proc.communicate()[0][-3000:]
-            assert time.monotonic() < deadline, "the app did not get there in time"
-            time.sleep(1)
+        wait_while_running(proc, done, timeout)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:

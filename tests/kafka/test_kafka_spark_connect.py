@@ -10,11 +10,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from connect_client import FILE_CLICKS, file_app
-from kafka_util import create, driver_outputs, kafka_outputs, produce, sessions_clicks
+from kafka_util import (
+    create,
+    driver_outputs,
+    kafka_outputs,
+    produce,
+    sessions_clicks,
+    wait_while_running,
+)
 
 from kspark import io
 from kspark.kafka import TopicError
@@ -95,14 +101,6 @@ def _client(app_dir: str, env: dict, url: str) -> subprocess.Popen:
         cwd=app_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _wait(proc: subprocess.Popen, done, timeout: float = 240.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the app did not get there in time"
-        time.sleep(1)
-
-
 def test_kspark_run_remote_killed_and_restarted_writes_each_record_once(connect_server, app_dir,
                                                                       bootstrap, topic):
     prefix = f"{topic}."
@@ -121,7 +119,7 @@ def test_kspark_run_remote_killed_and_restarted_writes_each_record_once(connect_
 
     first = _client(app_dir, env, connect_server.url)
     try:
-        _wait(first, some_output)
+        wait_while_running(first, some_output)
     finally:
         first.kill()  # the client dies mid-run; its query's run goes on on the server
         first.wait(30)
@@ -129,7 +127,7 @@ def test_kspark_run_remote_killed_and_restarted_writes_each_record_once(connect_
     expected = driver_outputs(clicks, parts)
     second = _client(app_dir, env, connect_server.url)
     try:  # the restart stops the old run and resumes from the checkpoint
-        _wait(second, lambda: kafka_outputs(bootstrap, prefix) == expected)
+        wait_while_running(second, lambda: kafka_outputs(bootstrap, prefix) == expected)
         second.send_signal(signal.SIGINT)
         out, _ = second.communicate(timeout=120)
     finally:
