@@ -82,7 +82,22 @@ def broker(
     sasl_user: Annotated[
         list[str] | None,
         typer.Option("--sasl-user", metavar="USER:PASSWORD",
-                     help="Require SASL/PLAIN (SASL_PLAINTEXT) and accept this user; repeatable."),
+                     help="Require SASL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) and accept this "
+                          "user; repeatable."),
+    ] = None,
+    tls: Annotated[
+        bool, typer.Option("--tls", help="Listen on TLS (SSL, or SASL_SSL with users), with "
+                                         "certificates of a CA of its own.")] = False,
+    tls_dir: Annotated[
+        str | None, typer.Option(help="Where the certificates are made or kept (with --tls).")
+    ] = None,
+    acls: Annotated[
+        bool, typer.Option("--acls", help="Allow users only what ACLs allow (Kafka's "
+                                          "StandardAuthorizer; needs --sasl-user).")] = False,
+    super_user: Annotated[
+        list[str] | None,
+        typer.Option("--super-user", metavar="USER",
+                     help="With --acls: a user allowed everything; repeatable."),
     ] = None,
 ) -> None:
     """Run Apache Kafka (one KRaft node, fetched from Maven Central on first use) until Ctrl-C."""
@@ -98,9 +113,11 @@ def broker(
             raise typer.BadParameter("expected USER:PASSWORD", param_hint="--sasl-user")
         users[name] = password
     try:
-        server = EmbeddedBroker(port=port or None, host=host, data_dir=data, sasl_users=users)
+        server = EmbeddedBroker(port=port or None, host=host, data_dir=data, sasl_users=users,
+                                tls=tls, tls_dir=tls_dir, acls=acls,
+                                super_users=tuple(super_user or ()))
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--sasl-user") from exc
+        raise typer.BadParameter(str(exc)) from exc
     try:
         server.start()
     except (BrokerError, ResolutionError) as exc:
@@ -111,10 +128,14 @@ def broker(
         f"{data or 'temporary'}; log: {server.log_path}. Ctrl-C stops it.",
         highlight=False,
     )
-    if users:
-        console.print(
-            "clients authenticate with security.protocol=SASL_PLAINTEXT, sasl.mechanism=PLAIN "
-            f"as {', '.join(users)}", highlight=False)
+    settings = server.client_config_for(None)
+    if settings:
+        console.print("clients connect with " + ", ".join(f"{k}={v}" for k, v in settings.items())
+                      + (f", sasl.mechanism=PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 as "
+                         f"{', '.join(users)}" if users else ""), highlight=False, soft_wrap=True)
+    if acls:
+        console.print("ACLs decide what users may do; super users: "
+                      f"{', '.join(super_user or []) or 'none'}", highlight=False)
     try:
         while server.running:
             time.sleep(0.2)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.errors import KsparkError
+from kspark.kafka.acls import TOPIC, AclNeed, denied_error
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
@@ -28,7 +30,8 @@ class KafkaUnreachableError(KsparkError):
 
 
 class KafkaAuthenticationError(KafkaUnreachableError):
-    """A Kafka cluster refused the client's credentials (SASL authentication failed)."""
+    """A Kafka cluster refused the client's credentials (SASL authentication failed), or the
+    client could not verify the cluster's TLS certificate."""
 
 
 class AuthenticationWatch:
@@ -44,8 +47,9 @@ class AuthenticationWatch:
     def __call__(self, error: Any) -> None:
         from confluent_kafka import KafkaError
 
-        if self.reason is None and error.code() == KafkaError._AUTHENTICATION:
-            # "sasl_plaintext://host:port/bootstrap: SASL authentication error: ..."
+        if self.reason is None and error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+            # "sasl_plaintext://host:port/bootstrap: SASL authentication error: ...", or
+            # "ssl://host:port/bootstrap: SSL handshake failed: ...: certificate verify failed"
             text = error.str()
             head, sep, rest = text.partition(": ")
             self.reason = rest if sep and "://" in head else text
@@ -58,7 +62,7 @@ class AuthenticationWatch:
             raise KafkaAuthenticationError(
                 f"Kafka at {self.bootstrap_servers}: authentication failed: {self.reason}\n"
                 "Check the security settings in the Kafka config (security.protocol, "
-                "sasl.mechanism, sasl.username, sasl.password)."
+                "sasl.mechanism, sasl.username, sasl.password; ssl.ca.location for TLS)."
             )
 
     def watching(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -95,9 +99,12 @@ def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:
     return AdminClient(client_config(bootstrap_servers, config))
 
 
-def cluster_metadata(bootstrap_servers: str, config: dict[str, Any] | None = None) -> Any:
-    """The cluster's metadata (topics and partitions), or an error naming the address: at
-    once (about a second) when the cluster refuses the client's credentials."""
+def cluster_metadata(bootstrap_servers: str, config: dict[str, Any] | None = None,
+                     topic: str | None = None) -> Any:
+    """The cluster's metadata (topics and partitions; of ``topic`` only if given: a topic the
+    authorizer hides is missing from the whole list, but named with its error when asked for),
+    or an error naming the address: at once (about a second) when the cluster refuses the
+    client's credentials."""
     import time
 
     from confluent_kafka import KafkaException
@@ -109,7 +116,8 @@ def cluster_metadata(bootstrap_servers: str, config: dict[str, Any] | None = Non
     deadline = time.monotonic() + _TIMEOUT
     while True:  # short tries: a refused login shows (in error_cb) between them
         try:
-            return admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return admin.list_topics(topic,
+                                     timeout=max(0.1, min(1.0, deadline - time.monotonic())))
         except KafkaException as exc:
             admin.poll(0)
             if watch.reason is None and time.monotonic() < deadline:
@@ -143,13 +151,24 @@ def _check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
 
 
 def partition_counts(
-    bootstrap_servers: str, topics: list[str], config: dict[str, Any] | None = None
+    bootstrap_servers: str, topics: list[str], config: dict[str, Any] | None = None,
+    denied_as_missing: bool = False, needed: Mapping[str, AclNeed] | None = None,
 ) -> dict[str, int | None]:
-    """The number of partitions of each topic, ``None`` for a topic that does not exist."""
+    """The number of partitions of each topic, ``None`` for a topic that does not exist. A
+    topic the cluster's authorizer hides from the client raises
+    :class:`~kspark.kafka.acls.KafkaAuthorizationError` naming what ``needed`` gives for it
+    (else DESCRIBE), or counts as missing with ``denied_as_missing`` (it may not exist: a
+    cluster does not tell such a client)."""
     metadata = cluster_metadata(bootstrap_servers, config)
     out: dict[str, int | None] = {}
     for name in topics:
         meta = metadata.topics.get(name)
+        if meta is None:  # missing, or hidden by the authorizer: ask for it by name
+            meta = cluster_metadata(bootstrap_servers, config, name).topics.get(name)
+        if (meta is not None and meta.error is not None and not denied_as_missing
+                and meta.error.name() == "TOPIC_AUTHORIZATION_FAILED"):
+            need = (needed or {}).get(name) or AclNeed(TOPIC, name, "DESCRIBE", "its metadata")
+            raise denied_error(bootstrap_servers, config or {}, need)
         ok = meta is not None and meta.error is None and len(meta.partitions) > 0
         out[name] = len(meta.partitions) if ok else None
     return out
@@ -185,7 +204,9 @@ def ensure_topics(
 
     if not specs:
         return []
-    counts = partition_counts(bootstrap_servers, [s.name for s in specs], config)
+    needed = {s.name: AclNeed(TOPIC, s.name, "WRITE", f"{s.role} topic") for s in specs}
+    counts = partition_counts(bootstrap_servers, [s.name for s in specs], config,
+                              denied_as_missing=create, needed=needed)
     admin = _admin(bootstrap_servers, config)
     missing = [s for s in specs if counts[s.name] is None]
     if missing and not create:
@@ -206,19 +227,27 @@ def ensure_topics(
                 future.result()
                 created.append(name)
             except KafkaException as exc:
+                if exc.args[0].name() in ("TOPIC_AUTHORIZATION_FAILED",
+                                          "CLUSTER_AUTHORIZATION_FAILED"):
+                    role = next(s.role for s in missing if s.name == name)
+                    raise denied_error(bootstrap_servers, config or {}, AclNeed(
+                        TOPIC, name, "CREATE", f"{role} topic, created at start")) from None
                 if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":  # created meanwhile: verify
                     raise TopicError(
                         f"cannot create Kafka topic {name!r} on {bootstrap_servers}: "
                         f"{exc.args[0].str()}"
                     ) from exc
-        counts.update(partition_counts(bootstrap_servers, [s.name for s in missing], config))
-    _verify(admin, bootstrap_servers, specs, counts)
+        counts.update(partition_counts(bootstrap_servers, [s.name for s in missing], config,
+                                       needed=needed))
+    _verify(admin, bootstrap_servers, specs, counts, config or {})
     return created
 
 
 def _verify(
-    admin: Any, bootstrap_servers: str, specs: list[TopicSpec], counts: dict[str, int | None]
+    admin: Any, bootstrap_servers: str, specs: list[TopicSpec], counts: dict[str, int | None],
+    config: dict[str, Any],
 ) -> None:
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     for spec in specs:
@@ -238,7 +267,14 @@ def _verify(
     )
     by_name = {resource.name: future for resource, future in futures.items()}
     for spec in checked:
-        entries = by_name[spec.name].result()
+        try:
+            entries = by_name[spec.name].result()
+        except KafkaException as exc:
+            if exc.args[0].name() != "TOPIC_AUTHORIZATION_FAILED":
+                raise
+            raise denied_error(bootstrap_servers, config, AclNeed(
+                TOPIC, spec.name, "DESCRIBE_CONFIGS", f"{spec.role} topic, its configs checked")
+            ) from None
         for key, want in spec.config.items():
             entry = entries.get(key)
             if entry is not None and entry.value is not None and entry.value != want:
@@ -248,31 +284,36 @@ def _verify(
                 )
 
 
+def written_topics(application_id: str, topology: Topology, dead_letter_topic: str | None
+                   ) -> dict[str, tuple[str, dict[str, str]]]:
+    """Every topic an application writes, with its role and the configs Kafka Streams would
+    give it: output topics and the dead-letter topic, repartition topics
+    (``cleanup.policy=delete``) and the changelogs of logged stores (compacted)."""
+    from kspark.state.internals.changelog import changelog_topic, changelog_topic_config
+
+    written: dict[str, tuple[str, dict[str, str]]] = {
+        t: (OUTPUT, {}) for t in topology.external_sink_topics()}
+    if dead_letter_topic:
+        written[dead_letter_topic] = (DEAD_LETTER, {})
+    written.update({t: (REPARTITION, {"cleanup.policy": "delete"})
+                    for t in topology.internal_topics})
+    written.update({
+        # compact (+ delete after retention if windowed)
+        changelog_topic(application_id, name): (CHANGELOG, changelog_topic_config(builder))
+        for name, builder in topology.store_builders.items()
+        if builder.logging and name not in topology.source_stores
+    })
+    return written
+
+
 def topology_topics(
     application_id: str, topology: Topology, plan: ExecutionPlan, dead_letter_topic: str | None
 ) -> list[TopicSpec]:
-    """Every topic an application writes, as Kafka Streams would create them: output topics
-    and the dead-letter topic, repartition topics (``cleanup.policy=delete``) and the
-    changelogs of logged stores (compacted, one partition per task), with the partition
-    counts of ``plan``."""
-    from kspark.state.internals.changelog import changelog_topic, changelog_topic_config
-
-    written = [(t, OUTPUT) for t in topology.external_sink_topics()]
-    if dead_letter_topic:
-        written.append((dead_letter_topic, DEAD_LETTER))
-    specs = [TopicSpec(t, plan.partitions_of(t), role=role) for t, role in written]
-    specs += [
-        TopicSpec(t, plan.partitions_of(t), {"cleanup.policy": "delete"}, REPARTITION)
-        for t in topology.internal_topics
+    """:func:`written_topics` as specs, with the partition counts of ``plan`` (a changelog has
+    one partition per task)."""
+    return [
+        TopicSpec(name, plan.tasks if role == CHANGELOG else plan.partitions_of(name), config,
+                  role)
+        for name, (role, config) in written_topics(application_id, topology,
+                                                   dead_letter_topic).items()
     ]
-    specs += [
-        TopicSpec(
-            changelog_topic(application_id, name),
-            plan.tasks,
-            changelog_topic_config(builder),  # compact (+ delete after retention if windowed)
-            CHANGELOG,
-        )
-        for name, builder in topology.store_builders.items()
-        if builder.logging and name not in topology.source_stores
-    ]
-    return specs

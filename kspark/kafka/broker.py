@@ -8,17 +8,22 @@ so Kafka transactions and consumer groups work as on a cluster. Topics keep thei
 forever unless they set ``retention.ms`` themselves (Kafka's default is 7 days by record
 timestamp).
 
-With ``sasl_users`` every listener authenticates with SASL/PLAIN (``SASL_PLAINTEXT``): the client
-listener, which is also the inter-broker listener, and the controller listener. The broker
-itself logs in on both as an internal user with a random password of its own; the users and
-passwords live in each listener's ``listener.name.<name>.plain.sasl.jaas.config`` (no JAAS file).
+Security (see :mod:`kspark.kafka.security`): with ``sasl_users`` every listener authenticates
+with SASL: the client listener, which is also the inter-broker listener, and the controller
+listener. Clients log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (``sasl_mechanism`` picks
+what :attr:`EmbeddedBroker.client_config` uses; SCRAM users are created when the storage is
+formatted). The broker itself logs in with PLAIN as an internal user with a random password of
+its own; PLAIN's users and passwords live in each listener's
+``listener.name.<name>.plain.sasl.jaas.config`` (no JAAS file). ``tls=True`` puts the listeners on
+TLS (``SSL``, or ``SASL_SSL`` with users) with certificates of a CA of its own. ``acls=True``
+turns on Kafka's ``StandardAuthorizer``: users may do only what an ACL allows, except
+``super_users``.
 """
 
 from __future__ import annotations
 
 import base64
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -31,7 +36,23 @@ import uuid
 from typing import IO
 
 from kspark.errors import KsparkError
+from kspark.kafka.security import (
+    INTERNAL_USER,
+    SASL_MECHANISMS,
+    USER_NAME,
+    Certificates,
+    acl_properties,
+    create_scram_users,
+    jaas_quote,
+    make_certificates,
+    plain_jaas_config,
+    sasl_properties,
+    tls_properties,
+)
 from kspark.maven import resolve
+
+__all__ = ["BROKER_ARTIFACTS", "INTERNAL_USER", "KAFKA_VERSION", "BrokerError", "EmbeddedBroker",
+           "free_port", "jaas_quote", "plain_jaas_config"]
 
 #: the Apache Kafka release the embedded broker runs
 KAFKA_VERSION = "4.3.1"
@@ -63,14 +84,9 @@ logger.started.name = kafka.server.KafkaRaftServer
 logger.started.level = INFO
 logger.cleaner.name = kafka.log.LogCleaner
 logger.cleaner.level = INFO
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = INFO
 """
-
-
-#: the user the broker logs in as on its own listeners (inter-broker and controller traffic)
-INTERNAL_USER = "kspark-broker"
-_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-#: user names the broker's JAAS options (``user_<name>="password"``) can carry
-_USER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class BrokerError(KsparkError):
@@ -82,19 +98,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def jaas_quote(value: str) -> str:
-    """``value`` as a quoted string of a JAAS configuration."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def plain_jaas_config(username: str, password: str, users: dict[str, str] | None = None) -> str:
-    """A ``sasl.jaas.config`` of the PLAIN login module: the login of ``username`` and, for a
-    broker's listener, the users it accepts with their passwords."""
-    options = [f"username={jaas_quote(username)}", f"password={jaas_quote(password)}"]
-    options += [f"user_{name}={jaas_quote(pw)}" for name, pw in (users or {}).items()]
-    return f"{_PLAIN_MODULE} required {' '.join(options)};"
 
 
 def _property_line(key: str, value: str) -> str:
@@ -128,11 +131,16 @@ class EmbeddedBroker:
     ``data_dir``: where the broker keeps its logs; a temporary directory, removed at stop, if
     none is given. ``config``: server properties added to (or overriding) the defaults, e.g.
     ``{"log.cleaner.backoff.ms": "500"}``. ``sasl_users`` (user -> password): clients must
-    authenticate with SASL/PLAIN as one of them (see the module's documentation);
+    authenticate as one of them, with ``sasl_mechanism`` in :attr:`client_config` (PLAIN,
+    SCRAM-SHA-256 or SCRAM-SHA-512; the broker accepts all three). ``tls``: listeners on TLS,
+    with certificates made in ``tls_dir`` (a directory of the broker's own if not given; kept
+    there, so a broker restarted on it keeps its CA); ``client_auth`` also asks clients for a
+    certificate of that CA (:meth:`client_certificate`). ``acls``: Kafka's ``StandardAuthorizer``
+    (needs ``sasl_users``): a user may do only what an ACL allows, except ``super_users``.
     :attr:`client_config` holds the settings of a client. Use it as a context manager, or call
     :meth:`start` and :meth:`stop`::
 
-        with EmbeddedBroker(sasl_users={"alice": "secret"}) as broker:
+        with EmbeddedBroker(sasl_users={"alice": "secret"}, tls=True) as broker:
             io.kafka(broker.bootstrap, config=broker.client_config)
     """
 
@@ -145,15 +153,38 @@ class EmbeddedBroker:
         config: dict[str, str] | None = None,
         startup_timeout: float = 120.0,
         sasl_users: dict[str, str] | None = None,
+        sasl_mechanism: str = "PLAIN",
+        tls: bool = False,
+        tls_dir: str | None = None,
+        client_auth: bool = False,
+        acls: bool = False,
+        super_users: tuple[str, ...] = (),
     ) -> None:
         users = dict(sasl_users or {})
         for name in users:
-            if not _USER_NAME.fullmatch(name) or name == INTERNAL_USER:
+            if not USER_NAME.fullmatch(name) or name == INTERNAL_USER:
                 raise ValueError(
                     f"embedded broker: SASL user name {name!r} must be letters, digits, '_', "
                     f"'.' or '-' (and not {INTERNAL_USER!r})"
                 )
+        if sasl_mechanism not in SASL_MECHANISMS:
+            raise ValueError(f"embedded broker: sasl_mechanism must be one of "
+                             f"{', '.join(SASL_MECHANISMS)}: {sasl_mechanism!r}")
+        if acls and not users:
+            raise ValueError("embedded broker: acls=True needs sasl_users (the principals ACLs "
+                             "name)")
+        if client_auth and not tls:
+            raise ValueError("embedded broker: client_auth=True needs tls=True")
+        unknown = [u for u in super_users if u not in users]
+        if unknown:
+            raise ValueError(f"embedded broker: super user {unknown[0]!r} is not one of "
+                             "sasl_users")
         self.sasl_users = users
+        self.sasl_mechanism = sasl_mechanism
+        self.tls = tls
+        self.client_auth = client_auth
+        self.acls = acls
+        self.super_users = tuple(super_users)
         self._internal_password = secrets.token_urlsafe(24)
         self.host = host
         self.port = port or free_port(host)
@@ -164,6 +195,11 @@ class EmbeddedBroker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._workdir: str | None = None
+        self._certificates: Certificates | None = None
+        if tls:
+            directory = tls_dir or tempfile.mkdtemp(prefix="kspark-kafka-tls-")
+            names = ("broker", "client") if client_auth else ("broker",)
+            self._certificates = make_certificates(directory, names, hosts=(host, "localhost"))
 
     @property
     def bootstrap_servers(self) -> str:
@@ -175,22 +211,52 @@ class EmbeddedBroker:
         return self.bootstrap_servers
 
     @property
+    def security_protocol(self) -> str:
+        """The listeners' protocol: ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT`` or ``SASL_SSL``."""
+        if self.sasl_users:
+            return "SASL_SSL" if self.tls else "SASL_PLAINTEXT"
+        return "SSL" if self.tls else "PLAINTEXT"
+
+    @property
+    def certificates(self) -> Certificates | None:
+        """The TLS certificates (None without ``tls``)."""
+        return self._certificates
+
+    @property
     def client_config(self) -> dict[str, str]:
-        """librdkafka settings a client needs besides the bootstrap servers: none without SASL,
-        else those of the first of ``sasl_users`` (see :meth:`client_config_for`)."""
+        """librdkafka settings a client needs besides the bootstrap servers: none for a
+        plaintext broker without users, else those of the first of ``sasl_users`` (see
+        :meth:`client_config_for`)."""
         return self.client_config_for(next(iter(self.sasl_users), None))
 
-    def client_config_for(self, user: str | None) -> dict[str, str]:
-        """librdkafka settings (``security.protocol``, ``sasl.*``) of a client logging in as
-        ``user`` (one of ``sasl_users``); empty for a broker without SASL."""
-        if not self.sasl_users or user is None:
-            return {}
-        return {
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": user,
-            "sasl.password": self.sasl_users[user],
-        }
+    def client_config_for(self, user: str | None, mechanism: str | None = None
+                          ) -> dict[str, str]:
+        """librdkafka settings (``security.protocol``, ``sasl.*``, ``ssl.*``) of a client
+        logging in as ``user`` (one of ``sasl_users``) with ``mechanism`` (by default
+        ``sasl_mechanism``); with TLS, trusting the broker's CA (and presenting the client
+        certificate when the broker asks for one)."""
+        config: dict[str, str] = {}
+        if self.security_protocol != "PLAINTEXT":
+            config["security.protocol"] = self.security_protocol
+        if self._certificates is not None:
+            config.update(self._certificates.client_config(
+                "client" if self.client_auth else None))
+        if self.sasl_users and user is not None:
+            config.update({
+                "sasl.mechanism": mechanism or self.sasl_mechanism,
+                "sasl.username": user,
+                "sasl.password": self.sasl_users[user],
+            })
+        return config
+
+    def internal_config(self) -> dict[str, str]:
+        """librdkafka settings of a client logging in as the broker's own user (a super user
+        under ACLs): for administering the broker in tests and tools, not for applications."""
+        config = self.client_config_for(None)
+        if self.sasl_users:
+            config.update({"sasl.mechanism": "PLAIN", "sasl.username": INTERNAL_USER,
+                           "sasl.password": self._internal_password})
+        return config
 
     @property
     def running(self) -> bool:
@@ -202,7 +268,7 @@ class EmbeddedBroker:
 
     def server_properties(self, log_dir: str, controller_port: int) -> dict[str, str]:
         """The node's server properties: defaults for one node, then :attr:`config`."""
-        name = protocol = "SASL_PLAINTEXT" if self.sasl_users else "PLAINTEXT"
+        name = protocol = self.security_protocol
         listener = f"{name}://{self.host}:{self.port}"
         props = {
             "process.roles": "broker,controller",
@@ -213,7 +279,11 @@ class EmbeddedBroker:
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": name,
             "listener.security.protocol.map": f"{name}:{protocol},CONTROLLER:{protocol}",
-            **self._sasl_properties(name),
+            **(sasl_properties(name, self._internal_password, self.sasl_users)
+               if self.sasl_users else {}),
+            **(tls_properties(self._certificates, self.client_auth)
+               if self._certificates is not None else {}),
+            **(acl_properties(self.super_users) if self.acls else {}),
             "log.dirs": log_dir,
             "num.partitions": "1",
             "offsets.topic.replication.factor": "1",
@@ -231,21 +301,6 @@ class EmbeddedBroker:
         }
         props.update({k: str(v) for k, v in self.config.items()})
         return props
-
-    def _sasl_properties(self, listener: str) -> dict[str, str]:
-        """SASL/PLAIN on the client (and inter-broker) listener and the controller listener:
-        the users, and the internal user the broker logs in as on both."""
-        if not self.sasl_users:
-            return {}
-        jaas = plain_jaas_config(INTERNAL_USER, self._internal_password,
-                                 {INTERNAL_USER: self._internal_password, **self.sasl_users})
-        return {
-            "sasl.enabled.mechanisms": "PLAIN",
-            "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            f"listener.name.{listener.lower()}.plain.sasl.jaas.config": jaas,
-            "listener.name.controller.plain.sasl.jaas.config": jaas,
-        }
 
     def start(self) -> EmbeddedBroker:
         """Start the broker (fetching Kafka first if it is not cached) and wait until it
@@ -283,6 +338,9 @@ class EmbeddedBroker:
         )
         try:
             self._wait_ready()
+            if self.sasl_users:
+                create_scram_users(self.bootstrap_servers, self.internal_config(),
+                                   self.sasl_users)
         except BaseException:
             self.stop()
             raise
@@ -315,7 +373,7 @@ class EmbeddedBroker:
                     pass
                 # a client made before the port listens would log its refused connections
                 admin = admin or AdminClient(
-                    {"bootstrap.servers": self.bootstrap_servers, **self.client_config})
+                    {"bootstrap.servers": self.bootstrap_servers, **self.internal_config()})
                 if admin.list_topics(timeout=2).brokers:
                     return
             except Exception as exc:
@@ -359,6 +417,17 @@ class EmbeddedBroker:
             self._log = None
         if self._workdir is not None and self.data_dir is None:
             shutil.rmtree(os.path.join(self._workdir, "data"), ignore_errors=True)
+
+    def kill(self) -> None:
+        """Kill the broker at once (SIGKILL: no controlled shutdown, as a crash), keeping its
+        data; :meth:`start` on the same ``data_dir`` (and port) brings it back."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()

@@ -45,13 +45,17 @@ class OffsetRange:
     end: int
 
 
+#: the consumer group of kspark's assign-only consumers (they commit nothing to it)
+READER_GROUP = "kspark-reader"
+
+
 def consumer_config(bootstrap_servers: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Settings of kspark's assign-only consumers (read committed, no offset commits, partition
     ends reported, no silent offset reset)."""
     return client_config(
         bootstrap_servers,
         {
-            "group.id": "kspark-reader",
+            "group.id": READER_GROUP,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kspark.errors import StreamsError
+from kspark.kafka.acls import denied_error, transaction_acl
 from kspark.kafka.admin import TopicError, client_config
 from kspark.kafka.reader import read_to_end
 
@@ -114,6 +115,10 @@ class TransactionalWriter:
         try:
             producer.init_transactions(self.timeout)
         except KafkaException as exc:
+            if exc.args[0].name() == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
+                raise denied_error(self.bootstrap_servers, self.config,
+                                   transaction_acl(transactional_id(self.application_id))
+                                   ) from None
             raise StreamsError(
                 f"Kafka on {self.bootstrap_servers}: cannot initialise transactions for "
                 f"transactional id {self.transactional_id!r}: {exc.args[0].str()}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 from kspark.io.files import FileTopic
-from kspark.io.kafka import KafkaTopic
+from kspark.io.kafka import KafkaTopic, required_acls
 from kspark.io.location import TopicLocation
 from kspark.processor.punctuation import PunctuationType
 from kspark.runtime.metrics import Metrics
@@ -24,6 +24,7 @@ from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
 if TYPE_CHECKING:
+    from kspark.kafka.acls import AclNeed
     from kspark.spark.prometheus import MetricsEndpoint
 
 log = logging.getLogger("kspark.app")
@@ -402,6 +403,12 @@ class StreamsApp:
         from kspark.spark.internals.results import output_frame
 
         return output_frame(self, topic)
+
+    def required_acls(self) -> dict[str, list[AclNeed]]:
+        """The ACLs this application needs on each Kafka cluster it uses (bootstrap servers to
+        a list; docs/api.md: ACLs an application needs)."""
+        return required_acls(self.application_id, self.topology, self.topics,
+                             self.config.dead_letter_topic)
 
     def metrics(self) -> dict[str, int]:
         """Counters since this app object started (dropped records, processed records, ...)."""

@@ -70,9 +70,11 @@ def sessions_clicks(n: int, seed: int, base_ms: int = BASE_MS) -> list[tuple[str
             for user, click, ts in generate_clicks(n, users=12, seed=seed)]
 
 
-def driver_outputs(clicks: list[tuple[str, dict, int]], parts: list[int]) -> dict[str, list]:
+def driver_outputs(clicks: list[tuple[str, dict, int]], parts: list[int],
+                   metrics: dict[str, int] | None = None) -> dict[str, list]:
     """The sessions topology's outputs on the test driver, one driver per input partition (a
-    task per partition, as on Spark), in a canonical order."""
+    task per partition, as on Spark), in a canonical order; the drivers' metrics summed into
+    ``metrics`` if given."""
     from kspark.examples.sessions import topology
     from kspark.testing import TopologyTestDriver
 
@@ -89,6 +91,9 @@ def driver_outputs(clicks: list[tuple[str, dict, int]], parts: list[int]) -> dic
                 reader = driver.create_output_topic(topic, WINDOWED, value_serde)
                 out[topic] += [(r.key, r.value, r.timestamp)
                                for r in reader.read_records_to_list()]
+            if metrics is not None:
+                for name, value in driver.metrics().items():
+                    metrics[name] = metrics.get(name, 0) + value
     return {topic: sorted(rows, key=repr) for topic, rows in out.items()}
 
 

@@ -86,3 +86,56 @@ def test_the_app_waits_for_a_broker_that_comes_back_or_stops_naming_it(spark, ap
         assert kafka_outputs(bootstrap, "o.") == driver_outputs(clicks, parts)
     finally:
         broker.stop()
+
+
+def test_a_broker_killed_three_times_mid_run_loses_and_duplicates_nothing(spark, app_dir):
+    """SIGKILL of the broker (no controlled shutdown) while micro-batches run, three times,
+    each time restarted on the same data: the app rides through and every result is written
+    once."""
+    data = os.path.join(app_dir, "kafka")
+    broker = EmbeddedBroker(data_dir=data).start()
+    port, bootstrap = broker.port, broker.bootstrap_servers
+    clicks = sessions_clicks(1200, seed=29)
+    create(bootstrap, "k.clicks", 4)
+    parts = produce(bootstrap, "k.clicks", clicks[:300])
+    app = sessions_app(bootstrap, "k.", os.path.join(app_dir, "ck"), 50, spark=spark,
+                       config={"task.timeout.ms": 180_000})
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:  # micro-batches one after the other, as a running app
+        try:
+            while not done.is_set():
+                app.process_all_available()
+                time.sleep(0.05)
+        except BaseException as exc:
+            failures.append(exc)
+
+    app.start()
+    runner = threading.Thread(target=run)
+    runner.start()
+    batches = []
+    try:
+        for round_ in range(3):
+            time.sleep(1.5)  # within the 6 micro-batches of the input just produced
+            batches.append(app.metrics()["batches"])
+            broker.kill()
+            time.sleep(1)
+            # (started from this thread: the broker dies with the thread that started it)
+            broker = EmbeddedBroker(port=port, data_dir=data).start()
+            parts.extend(produce(bootstrap, "k.clicks", clicks[300 * (round_ + 1):
+                                                               300 * (round_ + 2)]))
+        done.set()
+        runner.join(timeout=600)
+        assert not runner.is_alive() and not failures, failures
+        app.process_all_available()
+        metrics = app.metrics()
+    finally:
+        done.set()
+        app.stop()
+        try:
+            assert kafka_outputs(bootstrap, "k.") == driver_outputs(clicks, parts)
+        finally:
+            broker.stop()
+    assert metrics["process-total"] == 1200
+    assert len(set(batches)) == 3  # each kill came while the app was making progress

@@ -20,9 +20,11 @@ def run_driver(
     outputs: dict[str, tuple],
     serdes_in: dict[str, tuple],
     config: dict | None = None,
+    metrics: dict[str, int] | None = None,
 ) -> dict[str, Records]:
     """Pipe each input topic's records (topics interleaved in the given order) and read all
-    outputs as ``(key, value, timestamp)`` lists."""
+    outputs as ``(key, value, timestamp)`` lists; the driver's metrics into ``metrics`` if
+    given."""
     with TopologyTestDriver(topology, config=config) as driver:
         for topic, records in inputs.items():
             ks, vs = serdes_in[topic]
@@ -33,6 +35,8 @@ def run_driver(
         for topic, (ks, vs) in outputs.items():
             out = driver.create_output_topic(topic, ks, vs)
             result[topic] = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+        if metrics is not None:
+            metrics.update(driver.metrics())
         return result
 
 

@@ -48,6 +48,28 @@ def driver_sessions(records: list[tuple[str, dict, int]]) -> dict[str, list[tupl
     return {topic: sorted(rows, key=repr) for topic, rows in out.items()}
 
 
+def driver_store(records: list[tuple[str, dict, int]], name: str) -> dict[tuple, Any]:
+    """What session store ``name`` holds on the test driver (one driver per input partition)
+    after ``records``: ``(key, start_ms, end_ms)`` -> value."""
+    from kspark.examples.sessions import topology
+    from kspark.testing import TopologyTestDriver
+
+    by_partition: dict[int, list] = defaultdict(list)
+    for record in records:
+        by_partition[partition_of(record[0])].append(record)
+    kept: dict[tuple, Any] = {}
+    for part in sorted(by_partition):
+        with TopologyTestDriver(topology()) as driver:
+            pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
+            for user, click, ts in by_partition[part]:
+                pipe.pipe_input(user, click, ts)
+            store = driver.get_session_store(name)
+            users = sorted({r[0] for r in by_partition[part]})
+            for kv in store.find_sessions_range(users[0], users[-1], 0, 2**62):
+                kept[(kv.key.key, kv.key.window.start, kv.key.window.end)] = kv.value
+    return kept
+
+
 def _canonical(key: str, start: int, end: int, value: Any, ts: int) -> tuple:
     return (key, start, end, json.dumps(value) if isinstance(value, list) else value, ts)
 

@@ -42,6 +42,13 @@ AUTO_PREFERS_CONNECTOR = False
 
 #: librdkafka settings whose name differs in Kafka's Java clients
 JAVA_NAMES = {"sasl.mechanisms": "sasl.mechanism"}
+#: librdkafka's TLS settings that trust a CA, as a Java client's PEM trust store
+JAVA_TRUST = {"ssl.ca.location": "ssl.truststore.location",
+              "ssl.ca.pem": "ssl.truststore.certificates"}
+#: librdkafka's PEM key and certificate of the client, which a Java client takes only as one
+#: key store (``ssl.keystore.location`` of PKCS#12, a setting both name alike)
+_PEM_CLIENT_KEYS = ("ssl.certificate.location", "ssl.key.location", "ssl.certificate.pem",
+                    "ssl.key.pem")
 #: the Java login module that takes a user name and password, per SASL mechanism
 LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -56,15 +63,27 @@ class ConnectorMissing(KsparkError):
 
 def java_client_options(options: Mapping[str, str]) -> dict[str, str]:
     """``options`` with their ``kafka.``-prefixed librdkafka settings as Kafka's Java clients
-    name them: ``sasl.mechanisms`` as ``sasl.mechanism``, and ``sasl.username`` with
+    name them: ``sasl.mechanisms`` as ``sasl.mechanism``, ``sasl.username`` with
     ``sasl.password`` as a ``sasl.jaas.config`` of the mechanism's login module (unless one is
-    given)."""
+    given), a CA (``ssl.ca.location``, ``ssl.ca.pem``) as a PEM trust store, and
+    ``ssl.endpoint.identification.algorithm=none`` as Java's empty value."""
     out: dict[str, str] = {}
     login: dict[str, str] = {}
     for key, value in options.items():
         name = key[len("kafka."):].lower() if key.lower().startswith("kafka.") else None
         if name in ("sasl.username", "sasl.password"):
             login[name] = value
+        elif name in JAVA_TRUST:
+            out["kafka.ssl.truststore.type"] = "PEM"
+            out[f"kafka.{JAVA_TRUST[name]}"] = value
+        elif name in _PEM_CLIENT_KEYS:
+            raise ValueError(
+                f"kafka topic: {name} is librdkafka's; Spark's Kafka connector (a Java client) "
+                "takes the client's key and certificate as ssl.keystore.location (PKCS#12) with "
+                "ssl.keystore.password, which both clients read"
+            )
+        elif name == "ssl.endpoint.identification.algorithm":
+            out[f"kafka.{name}"] = "" if value.lower() == "none" else value
         elif name is not None:
             out[f"kafka.{JAVA_NAMES.get(name, key[len('kafka.'):])}"] = value
         else:
