@@ -44,3 +44,8 @@ class NoSuchElementError(KsparkError):
 
 class BufferFullError(StreamsError):
     """A suppression buffer configured to shut down when full became full."""
+
+
+class CheckpointLayoutError(StreamsError):
+    """A checkpoint's state layout is not one this application and kspark version can resume
+    (see docs/api.md, Upgrades and topology changes)."""

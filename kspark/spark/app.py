@@ -191,7 +191,10 @@ class StreamsApp:
             setting = self.config.extra.get("spark.kspark.partitions")
             local = _local(self.checkpoint_dir)
             if local is not None and os.path.isfile(os.path.join(local, APP_INFO)):
-                info = load_app_info(local)
+                try:
+                    info = load_app_info(local)
+                except StreamsError:  # another format: start() says whether it can resume
+                    info = {}
                 if info.get("tasks") == tasks and info.get("spark_partitions"):
                     setting = info["spark_partitions"]
             if setting is None:
@@ -278,8 +281,9 @@ class StreamsApp:
                 spec.prepare(self, topic)
         self._plan = None  # Kafka topics now know their partitions
         frame = self.build_query_frame()
-        from kspark.spark.internals.query import write_app_info
+        from kspark.spark.internals.query import check_checkpoint, write_app_info
 
+        check_checkpoint(self)
         write_app_info(self)
         query_name = self.application_id.replace("-", "_")
         sinks = self._sink_locations()

@@ -55,9 +55,15 @@ def app_info(app: Any) -> dict[str, Any]:
                 # every task keeps a global store whole: a query reads one task's
                 "global": name in topology.global_stores,
             }
+    from kspark import __version__
+
     return {
         "format": INFO_FORMAT,
+        "kspark_version": __version__,
         "application_id": app.application_id,
+        # the topics whose partitions make the tasks
+        "topics": sorted(t for t in app.topology.external_source_topics()
+                         if t not in app.topology.global_topics()),
         "query_dir": QUERY_DIR,
         "state_buckets": app.config.state_buckets,
         "operators": len(stages),
@@ -93,6 +99,22 @@ def write_app_info(app: Any) -> str | None:
         json.dump(app_info(app), f, indent=2, sort_keys=True)
     os.replace(tmp, path)
     return path
+
+
+def check_checkpoint(app: Any) -> None:
+    """Refuse (:class:`~kspark.spark.internals.layout.CheckpointLayoutError`) to resume a
+    checkpoint of ``app`` whose committed state has a layout ``app`` cannot read, naming the
+    change; nothing to check for a checkpoint without a committed batch."""
+    from kspark.spark.internals.layout import check_resumable
+
+    local = _local(app.checkpoint_dir)
+    if local is None or not os.path.isfile(os.path.join(local, APP_INFO)):
+        return
+    if latest_committed_batch(os.path.join(local, QUERY_DIR)) is None:
+        return
+    with open(os.path.join(local, APP_INFO), encoding="utf-8") as f:
+        old = json.load(f)
+    check_resumable(old, app_info(app), app.checkpoint_dir)
 
 
 def load_app_info(app_dir: str) -> dict[str, Any]:
