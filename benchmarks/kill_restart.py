@@ -52,8 +52,8 @@ def _app(bootstrap: str, checkpoint: str, per_trigger: int) -> Any:
 
 
 def child(args: argparse.Namespace) -> None:
-    """The app's process: runs until killed (``--forever``), or processes what is there and
-    stops."""
+    """The app's process: runs until killed (``--forever``; SIGTERM ends it as below), or
+    processes what is there and stops."""
     import logging
 
     handler = logging.StreamHandler()  # to the log: which batches a restart skipped
@@ -63,10 +63,14 @@ def child(args: argparse.Namespace) -> None:
     if args.die_after_commits:
         _die_after_commits(args.die_after_commits)
     app = _app(args.bootstrap, args.checkpoint, args.per_trigger)
+    finishing = threading.Event()
+    # SIGTERM: process what is there and stop (a soak's last run)
+    signal.signal(signal.SIGTERM, lambda *_: finishing.set())
     app.start()
     print("started", flush=True)
     if args.forever:
-        app.await_termination()  # until killed, or the query fails
+        while not finishing.is_set() and not app.await_termination(1.0):
+            pass  # until killed, finished, or the query fails
     app.process_all_available()
     app.stop()
     print("finished", flush=True)

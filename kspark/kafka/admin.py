@@ -87,10 +87,11 @@ def client_config(bootstrap_servers: str, extra: dict[str, Any] | None = None) -
     are left out unless the user's ``log_level`` asks for them), and a short
     ``reconnect.backoff.ms``: it also paces a new client's first connections to the brokers it
     learns of, which kspark's short-lived clients of each micro-batch would wait for every
-    time (the backoff still doubles up to ``reconnect.backoff.max.ms`` for a broker that is
-    down)."""
+    time (the backoff still doubles for a broker that is down, up to
+    ``reconnect.backoff.max.ms`` of 1 s, the Java clients' default, not librdkafka's 10 s: a
+    broker that comes back is found within a second)."""
     return {"bootstrap.servers": bootstrap_servers, "log_level": 4, "reconnect.backoff.ms": 10,
-            **(extra or {})}
+            "reconnect.backoff.max.ms": 1000, **(extra or {})}
 
 
 def _admin(bootstrap_servers: str, config: dict[str, Any] | None) -> Any:

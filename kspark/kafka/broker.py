@@ -294,6 +294,11 @@ class EmbeddedBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # a node restarted after a crash leads its partitions again once the controller has
+            # fenced its previous incarnation, when that one's session expires (Kafka's default:
+            # 9 s, with a heartbeat every 2 s)
+            "broker.heartbeat.interval.ms": "500",
+            "broker.session.timeout.ms": "3000",
             "auto.create.topics.enable": "false",
             # records are kept until their topic's own retention deletes them: generated data
             # with old timestamps would otherwise vanish at the broker's first retention check

@@ -87,6 +87,13 @@ def _link_entries(real: str, home: str) -> None:
 WORKER_DAEMON = "kspark.spark.internals.worker_daemon"
 
 
+#: how often executors snapshot state and delete versions Spark no longer retains
+MAINTENANCE_INTERVAL = "10s"
+#: the batches whose state, offsets and commits a checkpoint keeps (Spark's default: 100); a
+#: restart needs the last, a store query reads the last committed
+MIN_BATCHES_TO_RETAIN = "20"
+
+
 def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
     """Settings of kspark's local session: RocksDB state with changelog checkpointing, quiet
     console, checkpoint files written as :data:`CHECKPOINT_FILE_MANAGER` does, the JVM options
@@ -94,6 +101,11 @@ def kspark_spark_conf(shuffle_partitions: int = 4) -> dict[str, str]:
     return {
         "spark.sql.streaming.stateStore.providerClass": _ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # old state versions are deleted by this background task (Spark's default: once a
+        # minute, the first a minute after an executor starts, so a process that restarts more
+        # often never cleans up): see docs/performance.md#soak
+        "spark.sql.streaming.stateStore.maintenanceInterval": MAINTENANCE_INTERVAL,
+        "spark.sql.streaming.minBatchesToRetain": MIN_BATCHES_TO_RETAIN,
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -123,6 +135,8 @@ def is_connect(spark: Any) -> bool:
 SESSION_SETTINGS = (
     "spark.sql.streaming.stateStore.providerClass",
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    "spark.sql.streaming.stateStore.maintenanceInterval",
+    "spark.sql.streaming.minBatchesToRetain",
     "spark.sql.session.timeZone",
     "spark.sql.execution.arrow.pyspark.enabled",
     "spark.sql.streaming.noDataMicroBatches.enabled",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import defaultdict
 from typing import Any
@@ -104,60 +103,6 @@ def kafka_outputs(bootstrap: str, prefix: str) -> dict[str, list]:
         topic: sorted(decoded(bootstrap, prefix + topic, WINDOWED, value_serde), key=repr)
         for topic, value_serde in OUTPUTS.items()
     }
-
-
-class PacedProducer(threading.Thread):
-    """Produces ``records`` (as :func:`produce`) in order at ``rate`` records a second, in a
-    thread, until they are all sent or :meth:`finish` is called; :meth:`finish` sends the rest at
-    once. ``parts`` holds the partition of each record sent, in order."""
-
-    def __init__(self, bootstrap: str, topic: str, records: list[tuple[Any, Any, int]],
-                 rate: float, partitions: int = 4) -> None:
-        super().__init__(daemon=True, name=f"paced-producer-{topic}")
-        self.bootstrap, self.topic, self.records = bootstrap, topic, records
-        self.rate, self.partitions = rate, partitions
-        self.parts: list[int] = []
-        self._hurry = threading.Event()
-        self.error: BaseException | None = None
-
-    @property
-    def sent(self) -> int:
-        return len(self.parts)
-
-    def run(self) -> None:
-        errors: list[str] = []
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(err.str())
-
-        try:
-            producer = Producer({"bootstrap.servers": self.bootstrap,
-                                 "enable.idempotence": True, "linger.ms": 5})
-            started = time.monotonic()
-            for i, (key, value, ts) in enumerate(self.records):
-                if not self._hurry.is_set():
-                    pause = started + i / self.rate - time.monotonic()
-                    if pause > 0:
-                        self._hurry.wait(pause)
-                k = None if key is None else str(key).encode()
-                part = 0 if k is None else kafka_partition(k, self.partitions)
-                producer.produce(self.topic, json.dumps(value).encode(), k, partition=part,
-                                 timestamp=ts, on_delivery=delivered)
-                producer.poll(0)
-                self.parts.append(part)
-            assert producer.flush(30) == 0 and not errors, f"not delivered: {errors[:3]}"
-        except BaseException as exc:  # reported by finish()
-            self.error = exc
-
-    def finish(self, timeout: float = 60.0) -> list[int]:
-        """Send the records left at once; returns the partitions of all records."""
-        self._hurry.set()
-        self.join(timeout)
-        if self.error is not None:
-            raise self.error
-        assert not self.is_alive() and self.sent == len(self.records)
-        return self.parts
 
 
 def wait_while_running(proc: Any, done: Any, timeout: float = 240.0) -> None:

@@ -44,14 +44,14 @@ def per_key(records):
 
 def test_standalone_cluster_output_equals_local_output(spark, app_dir, bootstrap, topic):
     clicks = sessions_clicks(800, seed=5)
-    for prefix in (f"{topic}.cluster.", f"{topic}.local."):
+    for prefix in (f"{topic}.cluster.", f"{topic}.local.", f"{topic}.kill."):
         create(bootstrap, f"{prefix}clicks", 4)
         parts = produce(bootstrap, f"{prefix}clicks", clicks)
     result_path = os.path.join(app_dir, "cluster.json")
     with standalone_cluster(workers=2) as master:
         run = subprocess.run([sys.executable, os.path.join(SPARK_TESTS, "cluster_run.py"), "4",
                               result_path, os.path.join(app_dir, "cluster-ck"), master,
-                              bootstrap, f"{topic}.cluster."],
+                              bootstrap, f"{topic}.cluster.", f"{topic}.kill."],
                              cwd=SPARK_TESTS, timeout=600, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     with open(result_path) as f:
@@ -89,3 +89,11 @@ def test_standalone_cluster_output_equals_local_output(spark, app_dir, bootstrap
     assert metrics["sink.records.written"] == sum(len(v) for v in cluster_out.values())
     assert cluster_out == kafka_outputs(bootstrap, f"{topic}.local.")
     assert len(parts) == len(clicks)
+
+    # an executor JVM killed mid-run: Spark runs its tasks again on the other executor or a new
+    # one; the dead task's transaction is fenced by the next holder of its transactional id:
+    # each result once
+    assert len(cluster["killed_executor"]) == 1
+    assert cluster["killed_executor"][0] not in cluster["executors_after"]
+    assert cluster["kill_metrics"]["process-total"] == len(clicks)
+    assert kafka_outputs(bootstrap, f"{topic}.kill.") == cluster_out

@@ -1,13 +1,12 @@
 """Exactly once from Kafka to Kafka under failures: the sessions app (its own process, see
-kafka_app_process.py) killed with SIGKILL at random moments while clicks keep coming, killed
-between a batch's Kafka commit and Spark's, and a zombie instance fenced by the instance that
-took over its transactional id. Each time the read_committed output must equal the test
+kafka_app_process.py) killed between a batch's Kafka commit and Spark's, and a zombie instance
+fenced by the instance that took over its transactional id (kills at random moments while
+clicks keep coming: test_kafka_soak.py). Each time the read_committed output must equal the test
 driver's on the same records: nothing lost, nothing written twice."""
 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -18,7 +17,6 @@ from collections import Counter
 import pytest
 from kafka_app_process import sessions_app
 from kafka_util import (
-    PacedProducer,
     create,
     driver_outputs,
     kafka_outputs,
@@ -70,18 +68,6 @@ def _last_batch(markers):
         return markers.app_marker()["batch"]
     except TopicError:  # the marker topic is created at start
         return -1
-
-
-def _wait_for_commit(markers, after, proc, timeout=90.0):
-    """Wait until a batch after ``after`` is committed by the app in ``proc``; returns it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        batch = _last_batch(markers)
-        if batch > after:
-            return batch
-        assert proc.poll() is None, _stopped(proc)
-        time.sleep(0.1)
-    raise AssertionError(f"no batch after {after} committed within {timeout} s")
 
 
 def _wait_for_line(proc, text, timeout=90.0):
@@ -138,49 +124,6 @@ def _assert_exactly_once(bootstrap, prefix, clicks, parts):
     assert (lost, duplicated) == (0, 0), (
         f"{lost} records lost, {duplicated} written twice (or not expected)")
     assert got == expected
-
-
-def test_killed_twice_while_input_keeps_coming_loses_and_duplicates_nothing(spark, app_dir,
-                                                                             bootstrap, prefix):
-    """The app runs in a process while a producer adds 40 clicks a second; the process is
-    killed with SIGKILL at a random moment after it committed a batch, restarted on its
-    checkpoint in a new process and killed again; then the rest of the input is produced and a
-    last run in this process reads to the end."""
-    create(bootstrap, f"{prefix}clicks", 4)
-    clicks = sessions_clicks(3000, seed=21, base_ms=_a_day_ago())
-    feeder = PacedProducer(bootstrap, f"{prefix}clicks", clicks, rate=40)
-    checkpoint = os.path.join(app_dir, "ck")
-    stop_file = os.path.join(app_dir, "stop")  # never created: the processes are killed
-    log = os.path.join(app_dir, "app.log")
-    markers = TransactionalWriter(bootstrap, f"{prefix}app")
-    rng = random.Random(7)
-    feeder.start()
-    kills = []
-    try:
-        for _ in range(2):
-            before = _last_batch(markers)
-            proc = _spawn(bootstrap, prefix, checkpoint, 100, log, "--until-file", stop_file)
-            try:
-                _wait_for_commit(markers, before, proc)
-                time.sleep(rng.uniform(0.0, 2.0))
-                assert proc.poll() is None, _stopped(proc)
-                kills.append((feeder.sent, _last_batch(markers)))
-            finally:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
-                proc.stdout.close()
-    finally:
-        parts = feeder.finish()
-    assert kills[0][0] < len(clicks), "the input was all produced before the first kill"
-
-    # the restart replays the batch the kill interrupted (its output may be committed already)
-    app = sessions_app(bootstrap, prefix, checkpoint, 1000, spark=spark)
-    app.start()
-    try:
-        app.process_all_available()
-    finally:
-        app.stop()
-    _assert_exactly_once(bootstrap, prefix, clicks, parts)
 
 
 def test_killed_after_the_kafka_commit_the_redone_batch_is_skipped(spark, app_dir, bootstrap,
