@@ -31,10 +31,13 @@ def produce(
     records: list[tuple[Any, Any, int]],
     partitions: int = 4,
     raw: bool = False,
+    config: dict[str, Any] | None = None,
 ) -> list[int]:
     """Produce ``(key, value, timestamp)`` records (str keys, JSON values unless ``raw``), each
-    to the partition of its key; returns the partitions, in order."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    to the partition of its key, with librdkafka settings ``config`` (security...); returns the
+    partitions, in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         **(config or {})})
     parts = []
     for key, value, ts in records:
         k = None if key is None else str(key).encode()

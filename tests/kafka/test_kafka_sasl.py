@@ -9,10 +9,9 @@ import os
 import time
 
 import pytest
-from kafka_util import OUTPUTS, WINDOWED, driver_outputs, sessions_clicks
+from kafka_util import OUTPUTS, WINDOWED, driver_outputs, produce, sessions_clicks
 
 from kspark import io
-from kspark.hashing import kafka_partition
 from kspark.kafka import EmbeddedBroker, KafkaAuthenticationError, TopicSpec, ensure_topics
 from kspark.kafka.reader import OffsetRange, read_range, read_to_end
 
@@ -29,20 +28,6 @@ def sasl_broker():
 
 def _wrong(broker: EmbeddedBroker) -> dict[str, str]:
     return {**broker.client_config, "sasl.password": "wrong"}
-
-
-def _produce(bootstrap: str, config: dict, topic: str, records: list) -> list[int]:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **config})
-    parts = []
-    for key, value, ts in records:
-        part = kafka_partition(key.encode(), 4)
-        producer.produce(topic, json.dumps(value).encode(), key.encode(), partition=part,
-                         timestamp=ts)
-        parts.append(part)
-    assert producer.flush(30) == 0
-    return parts
 
 
 def _sessions_app(bootstrap: str, config: dict, prefix: str, checkpoint: str, spark):
@@ -107,7 +92,7 @@ def test_sessions_app_on_a_sasl_broker_equals_the_test_driver(spark, app_dir, sa
     prefix = "sasl."
     ensure_topics(bootstrap, [TopicSpec(f"{prefix}clicks", 4)], config=config)
     clicks = sessions_clicks(300, seed=21, base_ms=int(time.time() * 1000) - 86_400_000)
-    parts = _produce(bootstrap, config, f"{prefix}clicks", clicks)
+    parts = produce(bootstrap, f"{prefix}clicks", clicks, config=config)
     app = _sessions_app(bootstrap, config, prefix, os.path.join(app_dir, "ck"), spark)
     app.start()
     try:
@@ -158,7 +143,7 @@ def test_a_wrong_password_stops_start_at_once_naming_the_broker(spark, app_dir, 
 def test_readers_refuse_a_wrong_password_at_once(sasl_broker):
     bootstrap, config = sasl_broker.bootstrap, sasl_broker.client_config_for("bob")
     ensure_topics(bootstrap, [TopicSpec("sasl-read", 1)], config=config)
-    _produce(bootstrap, config, "sasl-read", [("k", {"n": 1}, 1_700_000_000_000)])
+    produce(bootstrap, "sasl-read", [("k", {"n": 1}, 1_700_000_000_000)], config=config)
     assert [m.value() for m in read_to_end(bootstrap, "sasl-read", config)] == [b'{"n": 1}']
     for read in (
         lambda: list(read_to_end(bootstrap, "sasl-read", _wrong(sasl_broker))),

@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka_util import OUTPUTS, WINDOWED, driver_outputs, sessions_clicks
+from kafka_util import OUTPUTS, WINDOWED, driver_outputs, produce, sessions_clicks
 
 from kspark import io
-from kspark.hashing import kafka_partition
 from kspark.kafka import EmbeddedBroker, KafkaAuthenticationError, TopicSpec, ensure_topics
 from kspark.kafka.acls import KafkaAuthorizationError
 from kspark.kafka.reader import read_to_end
@@ -41,20 +40,6 @@ def acl_broker():
                         sasl_mechanism="SCRAM-SHA-512", tls=True, acls=True,
                         super_users=("admin",)) as running:
         yield running
-
-
-def _produce(bootstrap: str, config: dict, topic: str, records: list) -> list[int]:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **config})
-    parts = []
-    for key, value, ts in records:
-        part = kafka_partition(key.encode(), 4)
-        producer.produce(topic, json.dumps(value).encode(), key.encode(), partition=part,
-                         timestamp=ts)
-        parts.append(part)
-    assert producer.flush(30) == 0
-    return parts
 
 
 def _outputs(bootstrap: str, config: dict, prefix: str) -> dict[str, list]:
@@ -189,7 +174,7 @@ def test_spark_connector_options_trust_the_ca():
 def test_tls_clients_read_and_write_and_an_untrusted_ca_is_refused_at_once(tls_broker, tmp_path):
     bootstrap, config = tls_broker.bootstrap, tls_broker.client_config
     ensure_topics(bootstrap, [TopicSpec("tls.t", 4)], config=config)
-    _produce(bootstrap, config, "tls.t", [("k", {"n": 1}, 1_700_000_000_000)])
+    produce(bootstrap, "tls.t", [("k", {"n": 1}, 1_700_000_000_000)], config=config)
     assert [m.value() for m in read_to_end(bootstrap, "tls.t", config)] == [b'{"n": 1}']
     other = make_certificates(str(tmp_path / "other"))  # another CA
     started = time.monotonic()
@@ -209,8 +194,8 @@ def test_spark_connector_reads_over_tls(spark, tls_broker):
         pytest.skip("the session has no Spark Kafka connector")
     bootstrap, config = tls_broker.bootstrap, tls_broker.client_config
     ensure_topics(bootstrap, [TopicSpec("tls.spark", 4)], config=config)
-    _produce(bootstrap, config, "tls.spark", [(f"k{i}", {"n": i}, 1_700_000_000_000 + i)
-                                              for i in range(20)])
+    produce(bootstrap, "tls.spark",
+            [(f"k{i}", {"n": i}, 1_700_000_000_000 + i) for i in range(20)], config=config)
     options = java_client_options({"kafka.bootstrap.servers": bootstrap,
                                    "subscribe": "tls.spark",
                                    **{f"kafka.{k}": v for k, v in config.items()}})
@@ -226,7 +211,7 @@ def test_main_job_with_exactly_the_listed_acls_equals_the_test_driver(
     admin = broker.client_config_for("admin")
     ensure_topics(broker.bootstrap, [TopicSpec(f"{prefix}clicks", 4)], config=admin)
     clicks = sessions_clicks(400, seed=41, base_ms=int(time.time() * 1000) - 86_400_000)
-    parts = _produce(broker.bootstrap, admin, f"{prefix}clicks", clicks[:250])
+    parts = produce(broker.bootstrap, f"{prefix}clicks", clicks[:250], config=admin)
     checkpoint = os.path.join(app_dir, "ck")
     app = _sessions_app(broker, prefix, checkpoint, spark)
     needs = app.required_acls()[broker.bootstrap]
@@ -253,7 +238,7 @@ def test_main_job_with_exactly_the_listed_acls_equals_the_test_driver(
         finally:
             app.stop()
         # a restart with more input: the writers read their markers back, configs are checked
-        parts += _produce(broker.bootstrap, admin, f"{prefix}clicks", clicks[250:])
+        parts += produce(broker.bootstrap, f"{prefix}clicks", clicks[250:], config=admin)
         app = _sessions_app(broker, prefix, checkpoint, spark)
         app.start()
         try:
@@ -304,8 +289,9 @@ def test_without_any_one_acl_start_stops_naming_it_and_nothing_is_written(
     for i in range(count):
         prefix = f"acl-{i + 1}."
         ensure_topics(broker.bootstrap, [TopicSpec(f"{prefix}clicks", 4)], config=admin)
-        _produce(broker.bootstrap, admin, f"{prefix}clicks",
-                 sessions_clicks(40, seed=i, base_ms=int(time.time() * 1000) - 86_400_000))
+        produce(broker.bootstrap, f"{prefix}clicks",
+                sessions_clicks(40, seed=i, base_ms=int(time.time() * 1000) - 86_400_000),
+                config=admin)
         app = _sessions_app(broker, prefix, os.path.join(app_dir, f"ck{i}"), spark)
         needs = app.required_acls()[broker.bootstrap]
         missing = needs[i]

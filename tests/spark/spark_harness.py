@@ -14,6 +14,16 @@ from kspark.topology import Topology
 Records = list[tuple[Any, Any, int]]
 
 
+def run_through(app: StreamsApp) -> StreamsApp:
+    """Start ``app``, process all its input, stop it (also on failure); ``app``."""
+    app.start()
+    try:
+        app.process_all_available()
+    finally:
+        app.stop()
+    return app
+
+
 def run_driver(
     topology: Topology,
     inputs: dict[str, Records],

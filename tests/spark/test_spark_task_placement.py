@@ -7,7 +7,7 @@ import os
 
 import pytest
 from pyspark.sql import functions as F
-from spark_harness import run_driver
+from spark_harness import run_driver, run_through
 
 from kspark.spark.internals.stage import spark_hash_int, task_group_column
 
@@ -78,15 +78,10 @@ def test_several_tasks_per_spark_partition_keep_their_own_state_across_a_restart
 
     def run(records, partitions):
         source.send_all(records)
-        app = StreamsApp(topology, "placement", {"in": source, "out": out}, spark=spark,
-                         config={"spark.kspark.partitions": partitions},
-                         checkpoint_dir=os.path.join(app_dir, "placement"))
-        app.start()
-        try:
-            app.process_all_available()
-        finally:
-            app.stop()
-        return app
+        return run_through(StreamsApp(
+            topology, "placement", {"in": source, "out": out}, spark=spark,
+            config={"spark.kspark.partitions": partitions},
+            checkpoint_dir=os.path.join(app_dir, "placement")))
 
     first = run(records[:150], 2)
     assert first.spark_partitions == 2 and first.task_count == 4

@@ -11,6 +11,7 @@ import logging
 import os
 
 import pytest
+from spark_harness import run_through
 
 from kspark import Materialized, StreamsBuilder, TimeWindows, io, serdes
 from kspark.errors import CheckpointLayoutError
@@ -51,22 +52,13 @@ def _app(spark, checkpoint, topology, source, config=None):
                       config=config)
 
 
-def _run(app) -> StreamsApp:
-    app.start()
-    try:
-        app.process_all_available()
-    finally:
-        app.stop()
-    return app
-
-
 @pytest.fixture
 def first_run(spark, app_dir):
     """The counts app run once over 40 clicks: its checkpoint and source."""
     source = io.memory(S, S, partitions=2)
     source.send_all(_records(0, 40), per_file=20)
     checkpoint = os.path.join(app_dir, "ck")
-    _run(_app(spark, checkpoint, _counts(), source))
+    run_through(_app(spark, checkpoint, _counts(), source))
     return checkpoint, source
 
 
@@ -74,7 +66,7 @@ def test_a_store_added_starts_empty_and_the_kept_state_counts_on(spark, first_ru
     checkpoint, source = first_run
     source.send_all(_records(40, 10))
     with caplog.at_level(logging.WARNING, logger="kspark.app"):
-        app = _run(_app(spark, checkpoint, _counts(extra_store=True), source))
+        app = run_through(_app(spark, checkpoint, _counts(extra_store=True), source))
     assert "store 'last' is new: it starts empty" in caplog.text
     final = {}
     for key, count, _ts in app.topics["out"].records():
@@ -85,7 +77,7 @@ def test_a_store_added_starts_empty_and_the_kept_state_counts_on(spark, first_ru
     source.send_all(_records(50, 5))
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="kspark.app"):
-        app = _run(_app(spark, checkpoint, _counts(), source))
+        app = run_through(_app(spark, checkpoint, _counts(), source))
     assert "store 'last' is no longer in the topology: its state stays unused" in caplog.text
     assert {k: c for k, c, _ in app.topics["out"].records()} == {f"u{u}": 11 for u in range(5)}
 
@@ -146,7 +138,7 @@ def test_a_checkpoint_of_the_version_before_resumes(spark, first_run):
     refused, _notes = layout_changes(info, info | {"kspark_version": "x", "topics": []})
     assert refused == []
     source.send_all(_records(40, 5))
-    app = _run(_app(spark, checkpoint, _counts(), source))
+    app = run_through(_app(spark, checkpoint, _counts(), source))
     assert {k: c for k, c, _ in app.topics["out"].records()} == {f"u{u}": 9 for u in range(5)}
 
 
@@ -184,7 +176,7 @@ def test_the_checkpoint_kspark_0_1_0_wrote_resumes(spark, app_dir):
             part = 0 if source.partitions == 1 else _partition(key, source.partitions)
             f.write(json.dumps({"key": key, "value": value, "timestamp": ts,
                                 "partition": part}) + "\n")
-    app = _run(_app(spark, os.path.join(here, "checkpoint"), _counts(), source))
+    app = run_through(_app(spark, os.path.join(here, "checkpoint"), _counts(), source))
     assert app.metrics()["process-total"] == 10  # the fixture's 40 were done before
     assert {k: c for k, c, _ in app.topics["out"].records()} == {f"u{u}": 10 for u in range(5)}
 
