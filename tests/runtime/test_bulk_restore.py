@@ -45,8 +45,8 @@ def reader(buckets: int) -> tuple[Topology, StreamsConfig]:
 
 def restore(buckets: int, batches: list[list[SourceRecord]], fast: bool) -> tuple:
     """Durable state after restoring ``batches`` (without expired segments: a bucket that a
-    batch does not write keeps them until it is next loaded), and how many records took the
-    bulk path."""
+    batch does not write keeps them until it is next loaded, and its size gauge counts them),
+    and how many records took the bulk path."""
     topo, config = reader(buckets)
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
@@ -60,9 +60,21 @@ def restore(buckets: int, batches: list[list[SourceRecord]], fast: bool) -> tupl
     data = {bucket: built(segments) for bucket, segments in data.items()}
     live = min_live_segment(meta["stores"]["counts"]["observed_stream_time"], RETENTION,
                             default_segment_interval_ms(RETENTION))
+    # the size gauge counts what each bucket durably holds, expired segments included ...
+    assert meta["store_sizes"]["counts"] == {bucket: count(segments)
+                                             for (_, bucket), segments in data.items()}
     data = {bucket: {seg: keys for seg, keys in segments.items() if seg >= live}
             for bucket, segments in data.items()}
-    return (meta, {bucket: segments for bucket, segments in data.items() if segments}), bulk
+    data = {bucket: segments for bucket, segments in data.items() if segments}
+    # ... so it is compared as the live data's count
+    meta["store_sizes"]["counts"] = {bucket: count(segments)
+                                     for (_, bucket), segments in data.items()}
+    return (meta, data), bulk
+
+
+def count(segments: dict) -> int:
+    """Windows held in a built bucket's segments."""
+    return sum(len(subs) for keys in segments.values() for subs in keys.values())
 
 
 def built(data: Any) -> Any:

@@ -1,6 +1,7 @@
 """A Parquet table sink and a function sink get each micro-batch once across a kill and a
 restart: the app runs in a process of its own, is killed at a random moment after its first
-batches and restarted from its checkpoint; neither sink holds a duplicated row."""
+batches and restarted from its checkpoint; the table holds no duplicated row, and the function
+is given again at most the batch it was given when the process died."""
 
 from __future__ import annotations
 
@@ -24,17 +25,20 @@ HERE = os.path.dirname(__file__)
 
 
 def _pages(path: str) -> tuple[list[int], list[tuple]]:
-    batches, rows = [], []
+    """The batch ids of the function sink's calls in order, and the rows of each batch id
+    (a batch given again must carry the same rows: counted once)."""
+    batches, rows = [], {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             for line in f:
                 call = json.loads(line)
                 batches.append(call["batch"])
-                rows += [(k, s, e, json.dumps(json.loads(v)), t) for k, s, e, v, t in call["rows"]]
-    return batches, sorted(rows, key=repr)
+                got = [(k, s, e, json.dumps(json.loads(v)), t) for k, s, e, v, t in call["rows"]]
+                assert rows.setdefault(call["batch"], got) == got, call["batch"]
+    return batches, sorted((row for got in rows.values() for row in got), key=repr)
 
 
-def test_table_and_function_sinks_get_each_batch_once_across_a_kill(spark, app_dir):
+def test_table_and_function_sinks_across_a_kill(spark, app_dir):
     records = clicks(400, seed=3)
     expected = driver_sessions(records)
     input_dir, work = os.path.join(app_dir, "in"), os.path.join(app_dir, "work")
@@ -65,7 +69,10 @@ def test_table_and_function_sinks_get_each_batch_once_across_a_kill(spark, app_d
         spark.sql(f"DROP TABLE IF EXISTS {TABLE}")
     assert counts == expected["session-counts"]  # no row twice, none lost
     batches, pages = _pages(pages_log)
-    assert len(batches) == len(set(batches)), batches  # each batch handed over once
+    # each batch handed over once, but for the one at the kill when the process died between
+    # the function's return and its note (docs/api.md "Once per batch"): then again, after it
+    again = [b for b in set(batches) if batches.count(b) > 1]
+    assert again in ([], [before[-1]]) and batches.count(before[-1]) <= 2, batches
     assert pages == expected["session-pages"]
 
 
