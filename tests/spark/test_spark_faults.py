@@ -122,3 +122,61 @@ def test_an_unwritable_checkpoint_stops_naming_it_and_a_restart_resumes(spark, a
         second.stop()
     got = sorted((r["key"], r["value"]) for r in io.files(out_dir).read_records())  # typed
     assert got == [("a", "1"), ("b", "2")]  # batch 1 written once, batch 0 not again
+
+
+@pytest.fixture
+def small_file_system(app_dir):
+    """A directory on a file system of its own, 8 MiB (a tmpfs: mounting needs root or
+    CAP_SYS_ADMIN; the test is skipped, saying so, where neither is at hand)."""
+    path = os.path.join(app_dir, "small")
+    os.makedirs(path)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", path],
+                             capture_output=True, text=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", path], check=True)
+
+
+def test_a_full_checkpoint_file_system_stops_naming_it_and_a_restart_resumes(
+        spark, app_dir, small_file_system):
+    """The checkpoint's file system fills up in the middle of a stateful run (the state store
+    cannot upload its changes): the error names the directory and the missing space; once
+    space is freed a restart resumes, and the output is the test driver's, exactly once."""
+    from worker_kill_run import topology
+
+    clicks = _clicks(1500)
+    input_dir, output_dir = os.path.join(app_dir, "in"), os.path.join(app_dir, "out")
+    checkpoint = os.path.join(small_file_system, "ck")
+    src = io.files(input_dir, format="kspark", max_files_per_trigger=1)
+
+    def app() -> StreamsApp:
+        return StreamsApp(topology(None, None), "disk-full",
+                          {"clicks": src, "counts": io.files(output_dir, format="kspark")},
+                          spark=spark, checkpoint_dir=checkpoint)
+
+    sent = io.memory(serdes.String(), serdes.Json())
+    sent.path = input_dir
+    os.makedirs(input_dir)
+    sent.send_all(clicks[:500])
+    first = app().start()
+    first.process_all_available()
+    filler = os.path.join(small_file_system, "filler")
+    with open(filler, "wb") as f:  # leave less than the next batch's state changes take
+        f.write(bytes(shutil.disk_usage(small_file_system).free - 8192))
+    sent.send_all(clicks[500:], per_file=500)
+    with pytest.raises(KsparkError) as caught:
+        first.process_all_available()
+    first.stop()
+    line = str(caught.value).splitlines()[0]
+    assert line.startswith(f"application 'disk-full': checkpoint directory {checkpoint} cannot "
+                           "be written: no space left on device ("), line
+    os.remove(filler)
+    second = app().start()
+    try:
+        second.process_all_available()
+    finally:
+        second.stop()
+    assert _written(output_dir) == _expected(clicks)

@@ -8,7 +8,9 @@ same kspark exception type with that message first, Spark's exception as its cau
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,6 +24,10 @@ _SPARK_PREFIX = re.compile(r"^(\[[A-Z_]+\] )+")
 #: Spark's wrapping of a query's failure, around the message that says what happened
 _QUERY_WRAP = re.compile(r"Query \[id = [^\]]*\] terminated with exception: ")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+#: Java's and the C library's words for ENOSPC
+_NO_SPACE = "No space left on device"
+#: a file system with less free than this (or 1 %) counts as full
+_NEARLY_FULL = 16 * 1024 * 1024
 
 
 def _error_types() -> dict[str, type[KsparkError]]:
@@ -57,7 +63,9 @@ def as_kspark_error(exc: BaseException, app_id: str,
         else:
             first = _SPARK_PREFIX.sub("", text.strip().splitlines()[0] if text.strip() else "")
             first = _SQLSTATE.sub("", _QUERY_WRAP.sub("", first))
-            if checkpoint_dir and checkpoint_dir.rstrip("/") in first:
+            if _NO_SPACE in text:
+                error = _no_space(app_id, checkpoint_dir, first)
+            elif checkpoint_dir and checkpoint_dir.rstrip("/") in first:
                 error = StreamsError(f"application {app_id!r}: checkpoint directory "
                                      f"{checkpoint_dir} cannot be written: {first}")
             else:
@@ -65,6 +73,35 @@ def as_kspark_error(exc: BaseException, app_id: str,
                                      f"{first or 'no message'}")
     error.__cause__ = exc
     return error
+
+
+def _no_space(app_id: str, checkpoint_dir: str | None, first: str) -> StreamsError:
+    """A failure for want of disk space: on the checkpoint directory's file system when that
+    is (nearly) full, which Spark's message does not say."""
+    if checkpoint_dir and os.path.isdir(checkpoint_dir):
+        usage = shutil.disk_usage(checkpoint_dir)
+        space = f"{_size(usage.free)} free of {_size(usage.total)}"
+        if usage.free < max(_NEARLY_FULL, usage.total // 100):
+            return StreamsError(
+                f"application {app_id!r}: checkpoint directory {checkpoint_dir} cannot be "
+                f"written: no space left on device ({space} on its file system); free space "
+                f"and start again: the query resumes from its last committed batch")
+        return StreamsError(
+            f"application {app_id!r} stopped: no space left on device, not on the checkpoint "
+            f"directory's file system ({checkpoint_dir}: {space}): on Spark's local "
+            f"directories (spark.local.dir) or a sink's: {first}")
+    return StreamsError(f"application {app_id!r} stopped: no space left on device: {first}")
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    value, unit = n / 1024, "KiB"
+    for bigger in ("MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{value:.1f} {unit}"
 
 
 def _instance(cls: type[KsparkError], message: str) -> KsparkError:
