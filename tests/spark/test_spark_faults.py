@@ -180,3 +180,15 @@ def test_a_full_checkpoint_file_system_stops_naming_it_and_a_restart_resumes(
     finally:
         second.stop()
     assert _written(output_dir) == _expected(clicks)
+
+
+def test_a_full_disk_elsewhere_says_the_checkpoint_has_room(app_dir):
+    from kspark.spark.internals.failures import as_kspark_error
+
+    spark_error = Exception("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with "
+                            "exception: java.io.IOException: No space left on device "
+                            "SQLSTATE: XXKST")
+    line = str(as_kspark_error(spark_error, "app", app_dir))
+    assert line.startswith("application 'app' stopped: no space left on device, not on the "
+                           f"checkpoint directory's file system ({app_dir}: "), line
+    assert line.endswith("a sink's: java.io.IOException: No space left on device"), line
