@@ -33,14 +33,14 @@ def produce(
     raw: bool = False,
     config: dict[str, Any] | None = None,
 ) -> list[int]:
-    """Produce ``(key, value, timestamp)`` records (str keys, JSON values unless ``raw``), each
-    to the partition of its key, with librdkafka settings ``config`` (security...); returns the
-    partitions, in order."""
+    """Produce ``(key, value, timestamp)`` records (keys as str unless bytes, values as JSON
+    unless ``raw``), each to the partition of its key, with librdkafka settings ``config``
+    (security...); returns the partitions, in order."""
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                          **(config or {})})
     parts = []
     for key, value, ts in records:
-        k = None if key is None else str(key).encode()
+        k = None if key is None else key if isinstance(key, bytes) else str(key).encode()
         v = value if raw else json.dumps(value).encode()
         part = 0 if k is None else kafka_partition(k, partitions)
         producer.produce(topic, v, k, partition=part, timestamp=ts)
