@@ -267,14 +267,16 @@ class StreamsApp:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
         self._plan = None
         from kspark.spark.internals.batch_writer import BatchWriter, read_figures
+        from kspark.spark.internals.jvm_stderr import quiet_jvm_console
         from kspark.spark.internals.warm_up import start_python_workers
-        from kspark.spark.session import configure_connect_session, is_connect
+        from kspark.spark.session import configure_session, is_connect
 
         connect = is_connect(self.spark)
+        configure_session(self.spark)
         if connect:  # figures a Connect server left for an earlier app object are not ours
-            configure_connect_session(self.spark)
             read_figures(self.checkpoint_dir)
         else:
+            quiet_jvm_console(self.spark.sparkContext._gateway)
             start_python_workers(self.spark)  # while the driver prepares and plans the query
         for topic, spec in self.topics.items():
             if isinstance(spec, TopicLocation):  # e.g. a Kafka topic checks or creates itself

@@ -131,7 +131,7 @@ def is_connect(spark: Any) -> bool:
 
 
 #: the settings of :func:`kspark_spark_conf` a session may take at run time (SQL settings):
-#: a Spark Connect session gets them from the app; the rest belong to the server's start
+#: a session given to an app gets them from it; the rest belong to the JVM's or server's start
 SESSION_SETTINGS = (
     "spark.sql.streaming.stateStore.providerClass",
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
@@ -144,9 +144,10 @@ SESSION_SETTINGS = (
 )
 
 
-def configure_connect_session(spark: Any) -> None:
-    """Give a Spark Connect session kspark's SQL settings (:data:`SESSION_SETTINGS`): a
-    stateful query needs RocksDB state, the typed results UTC."""
+def configure_session(spark: Any) -> None:
+    """Give a session an app was given (classic, e.g. ``spark-submit``'s, or Spark Connect)
+    kspark's SQL settings (:data:`SESSION_SETTINGS`): a stateful query needs RocksDB state,
+    the typed results UTC."""
     conf = kspark_spark_conf()
     for key in SESSION_SETTINGS:
         if spark.conf.get(key, None) != conf[key]:

@@ -1,7 +1,7 @@
 """The wheel: ``python -m build`` from the checkout makes one with the compiled core inside
 where a C compiler is at hand (pure Python, saying why, where none is); installed into a fresh
-virtual environment outside the checkout, it runs the sessions example on local Spark, the
-driver and its Python workers importing kspark from the wheel."""
+virtual environment outside the checkout, it runs the sessions example with ``spark-submit``,
+the driver and its Python workers importing kspark from the wheel."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import pytest
 from kspark import compiled, serdes
 from kspark.examples.sessions import generate_clicks, topology
 from kspark.hashing import kafka_partition
+from kspark.spark.internals.jvm_stderr import BANNER, STATE_SERVER_LOGGER
 from kspark.testing import TopologyTestDriver
 
 pytestmark = pytest.mark.slow
@@ -31,11 +32,13 @@ NAME = f"kspark-{importlib.metadata.version('kspark')}"
 #: the clicks of the sessions run: generate_clicks(**CLICKS), 3 micro-batches, 2 partitions
 CLICKS = {"n": 3000, "users": 40, "seed": 5}
 
-#: the sessions example on local Spark, run by the fresh environment's Python; writes where
-#: kspark came from (driver and Python workers), its status and the sessions to result.json
+#: the sessions example on the session of ``spark-submit`` (as on a cluster), run by the fresh
+#: environment's Python; writes where kspark came from (driver and Python workers), its status
+#: and the sessions to result.json
 SESSIONS_RUN = textwrap.dedent("""
     import json, os
     import kspark
+    from pyspark.sql import SparkSession
     from kspark import compiled, io, serdes
     from kspark.examples.sessions import generate_clicks, topology
     from kspark.spark import StreamsApp
@@ -50,7 +53,7 @@ SESSIONS_RUN = textwrap.dedent("""
     counts, pages = io.memory(windowed, serdes.Long()), io.memory(windowed, serdes.Json())
     app = StreamsApp(topology(), "sessions", {
         "clicks": clicks, "session-counts": counts, "session-pages": pages,
-    }, checkpoint_dir=os.path.abspath("checkpoint"))
+    }, spark=SparkSession.builder.getOrCreate(), checkpoint_dir=os.path.abspath("checkpoint"))
     app.start()
     try:
         app.process_all_available()
@@ -193,10 +196,18 @@ def test_the_wheel_runs_the_sessions_example_in_a_fresh_environment(wheel_build,
     (run_dir / "tmp").mkdir(parents=True)
     script = run_dir / "sessions_run.py"
     script.write_text(f"CLICKS = {CLICKS!r}\n{SESSIONS_RUN}")
-    result = subprocess.run([str(python), str(script)], cwd=run_dir, capture_output=True,
-                            text=True, env=clean_env(TMPDIR=str(run_dir / "tmp")), timeout=600,
-                            check=False)
+    submit = Path(sys.executable).parent / "spark-submit"
+    result = subprocess.run(
+        [str(submit), "--master", "local[2]", str(script)], cwd=run_dir, capture_output=True,
+        text=True, timeout=600, check=False,
+        env=clean_env(TMPDIR=str(run_dir / "tmp"), PYSPARK_PYTHON=str(python),
+                      PYSPARK_DRIVER_PYTHON=str(python)))
     assert result.returncode == 0, result.stderr[-3000:]
+    # Spark's console at spark-submit's defaults (INFO), without pyspark's worker banners and
+    # the state server's warnings of the keys kspark looks up
+    assert "INFO SparkContext" in result.stderr
+    assert BANNER.decode() not in result.stderr + result.stdout
+    assert STATE_SERVER_LOGGER.rsplit(".", 1)[1] not in result.stderr
     got = json.loads((run_dir / "result.json").read_text())
     package = str(venv.resolve() / "lib")
     if compiled.has_c_compiler():
