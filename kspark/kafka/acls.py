@@ -14,6 +14,7 @@ anything is written.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,15 +156,26 @@ def _topic_operations(admin: Any, names: list[str], timeout: float) -> dict[str,
     return allowed
 
 
+#: a group coordinator that is starting (a new cluster's first group request creates the
+#: offsets topic): asked again until ``timeout``
+_COORDINATOR_STARTING = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+                         "NOT_COORDINATOR")
+
+
 def _group_visible(admin: Any, group: str, timeout: float) -> bool:
     """Whether the cluster lets the client describe consumer group ``group``."""
     from confluent_kafka import KafkaException
 
-    future = admin.describe_consumer_groups([group], request_timeout=timeout)[group]
-    try:
-        future.result()
-    except KafkaException as exc:
-        if exc.args[0].name() == "GROUP_AUTHORIZATION_FAILED":
-            return False
-        raise
-    return True
+    deadline = time.monotonic() + timeout
+    while True:
+        future = admin.describe_consumer_groups([group], request_timeout=timeout)[group]
+        try:
+            future.result()
+            return True
+        except KafkaException as exc:
+            name = exc.args[0].name()
+            if name == "GROUP_AUTHORIZATION_FAILED":
+                return False
+            if name not in _COORDINATOR_STARTING or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
