@@ -101,7 +101,8 @@ class KafkaStreamsApp:
                  counts_topic: str, pages_topic: str, emit_on_close: bool,
                  commit_interval_ms: int = COMMIT_INTERVAL_MS, threads: int = 2,
                  cache_max_bytes: int | None = None,
-                 jvm_options: tuple[str, ...] = JVM_OPTIONS, jar: Path | None = None) -> None:
+                 jvm_options: tuple[str, ...] = JVM_OPTIONS, jar: Path | None = None,
+                 emit_interval_ms: int | None = None) -> None:
         self.bootstrap = bootstrap
         self.application_id = application_id
         self.input_topic = input_topic
@@ -117,6 +118,8 @@ class KafkaStreamsApp:
         ]
         if cache_max_bytes is not None:
             self.command += ["--cache-max-bytes", str(cache_max_bytes)]
+        if emit_interval_ms is not None:  # else 0: see SessionsApp.java
+            self.command += ["--emit-interval-ms", str(emit_interval_ms)]
         self._proc: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
         self._reader: threading.Thread | None = None

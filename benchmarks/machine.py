@@ -107,3 +107,68 @@ def _python_descendants(root: int) -> list[tuple[int, int]]:
             continue
         out.append((pid, rss))
     return out
+
+
+class ProcessTree:
+    """CPU seconds and peak resident memory of a process and all its descendants (an engine:
+    its JVMs, Python workers, ...), sampled from ``/proc`` every ``interval`` seconds in a
+    thread while open. A process's CPU time counts as last sampled (a process that lives less
+    than ``interval`` may be missed; one that exits loses at most its last interval)."""
+
+    def __init__(self, root: int, interval: float = 0.1) -> None:
+        import threading
+
+        self.root = root
+        self.interval = interval
+        self.cpu: dict[int, float] = {}
+        self.peak_rss = 0
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ProcessTree:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.interval):
+                return
+
+    def sample(self) -> None:
+        stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12]))
+                                    / self._tick)
+            except (OSError, ValueError, IndexError):
+                continue
+        tree = {self.root} if self.root in stats else set()
+        grew = True
+        while grew:
+            below = {pid for pid, (parent, _) in stats.items() if parent in tree} - tree
+            grew = bool(below)
+            tree |= below
+        rss = 0
+        for pid in tree:
+            self.cpu[pid] = max(self.cpu.get(pid, 0.0), stats[pid][1])
+            try:
+                with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                    rss += next(int(line.split()[1]) * 1024 for line in f
+                                if line.startswith("VmRSS"))
+            except (OSError, StopIteration, ValueError):
+                continue
+        self.peak_rss = max(self.peak_rss, rss)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu.values())

@@ -1,0 +1,375 @@
+"""Benchmark: the main job (the sessions example: a session count and the pages of each session,
+gap and grace 10 s, emitted when a session closes) on every engine, one after the other in one
+run, on the same clicks in the same Kafka topic of one embedded Apache Kafka broker, each engine
+writing its results back to Kafka topics of its own:
+
+- ``kspark``: kspark on its local Spark session, exactly once
+  (``benchmarks/peers/kspark_sessions.py``);
+- ``kstreams``: Kafka Streams 4.3 (``benchmarks/kafka-streams-anchor/``) at its defaults under
+  exactly-once (commit every 100 ms); ``kstreams-1s`` and ``kstreams-30s``: tuned as its experts
+  would for throughput: commits every 1 s / 30 s and a 100 MB record cache;
+- ``spark``: Spark's own ``session_window`` through Spark's Kafka connector
+  (``benchmarks/peers/spark_sessions.py``, at least once: Spark's Kafka sink has no transactions);
+- ``flink``: Apache Flink (PyFlink, SQL session windows, exactly-once Kafka sink;
+  ``benchmarks/peers/flink_sessions.py``, run by ``--flink-python``);
+- ``quix``: Quix Streams (session windows, exactly-once; ``benchmarks/peers/quix_sessions.py``,
+  run by ``--quix-python``).
+
+Flink and Quix need environments of their own (their pins clash with pyspark's; they are never a
+dependency of kspark): see ``benchmarks/peers/README.md``. An engine whose interpreter is missing
+is left out, saying so.
+
+Each engine runs in a process of its own (its own JVMs, JIT and Python workers). Where it can, it
+first processes ``--warm-up`` other clicks from another topic in the same process, then the
+measured clicks: the measured time runs from that moment to all results written and committed.
+Kafka Streams' anchor runs one application per JVM: it is measured from the moment it makes its
+``KafkaStreams`` object (its JVM's start left out, its JIT cold), until its consumer group has
+committed the input's end offsets. For every engine the benchmark samples the process tree
+(``/proc``): CPU seconds (all its processes) and the peak of their resident memory together.
+
+Every engine's results are read back (``read_committed``) and compared with kspark's test driver
+on the same clicks (one driver per partition, as each engine runs a task per partition): sessions
+in both with equal count and pages, sessions only in one of them, sessions written twice. kspark
+must equal the driver, and Kafka Streams too except for the sessions the README lists (some
+sessions kspark emits that Kafka Streams never does); the run exits non-zero otherwise. The other
+engines' semantics differ (how late records and session bounds are decided); their differences are
+counted and printed with the reason.
+
+    .venv/bin/python benchmarks/peers.py --records 1000000 --warm-up 200000
+    .venv/bin/python benchmarks/peers.py --engines kspark,spark --records 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from typing import Any
+
+from kafka_job import PARTITIONS, make_producer, send
+from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
+from machine import ProcessTree, Steal, load_text
+
+from kspark.examples.sessions import generate_clicks
+from kspark.hashing import kafka_partition
+from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = os.path.join(HERE, "peers")
+MEASURING = "peers: measuring"
+RESULT = "peers: result "
+LABELS = {
+    "kspark": "kspark", "kstreams": "Kafka Streams", "kstreams-1s": "KS commit 1 s",
+    "kstreams-30s": "KS commit 30 s", "spark": "Spark native", "flink": "Flink",
+    "quix": "Quix Streams",
+}
+#: what a Kafka Streams configuration changes: commit interval (ms), record cache (bytes)
+KSTREAMS = {"kstreams": (100, None), "kstreams-1s": (1_000, 100 << 20),
+            "kstreams-30s": (30_000, 100 << 20)}
+#: Kafka Streams' default interval between emitting closed windows (an internal setting the
+#: main job's anchor sets to 0; kept at its default here): sessions that close in the last
+#: interval of a bounded input are not emitted
+KSTREAMS_EMIT_INTERVAL_MS = 1_000
+#: why an engine's sessions may differ from Kafka Streams' (the reference's) semantics
+WHY = {
+    **{ks: "Kafka Streams emits closed sessions at most once a second (wall clock): those that "
+           "close in the last second of the input are not emitted; and the sessions the README "
+           "lists as a deviation" for ks in KSTREAMS},
+    "spark": "Spark's watermark is the minimum over the partitions and trails the newest "
+             "timestamp by the grace; a session closes when the watermark passes its last click "
+             "+ gap, and records are late against the watermark, not the partition's stream "
+             "time",
+    "flink": "Flink's watermark is per source partition and aligned (the minimum), its session "
+             "window ends at the last click + gap and fires when the watermark passes it; at the "
+             "end of a bounded input the final watermark closes every open session",
+    "quix": "Quix Streams closes a session when its partition's stream time passes the "
+            "session's end + gap + grace; sessions still open when the input ends stay open",
+}
+
+Sessions = dict[tuple[str, int, int], tuple[Any, ...]]
+
+
+# -- the clicks and the reference ------------------------------------------------------------
+def produce(bootstrap: str, topic: str, n: int, users: int, seed: int, base: int) -> list:
+    ensure_topics(bootstrap, [TopicSpec(topic, PARTITIONS)])
+    clicks = [(u, c, base + ts) for u, c, ts in generate_clicks(n, users=users, seed=seed)]
+    producer = make_producer(bootstrap)
+    for user, click, ts in clicks:
+        send(producer, user, click, ts, topic=topic)
+    assert producer.flush(300) == 0
+    return clicks
+
+
+def reference(clicks: list) -> tuple[dict[str, Sessions], int]:
+    """The sessions kspark's test driver gives (counts and pages), and the late clicks it drops."""
+    from kspark import serdes
+    from kspark.examples.sessions import topology
+    from kspark.testing import TopologyTestDriver
+
+    windowed = serdes.SessionWindowed(serdes.String())
+    parts: dict[int, list] = {}
+    for click in clicks:
+        parts.setdefault(kafka_partition(click[0].encode(), PARTITIONS), []).append(click)
+    out: dict[str, Sessions] = {"counts": {}, "pages": {}}
+    dropped = 0
+    for records in parts.values():
+        with TopologyTestDriver(topology()) as driver:
+            pipe = driver.create_input_topic("clicks", serdes.String(), serdes.Json())
+            for user, click, ts in records:
+                pipe.pipe_input(user, click, ts)
+            for kind, topic, serde in (("counts", "session-counts", serdes.Long()),
+                                       ("pages", "session-pages", serdes.Json())):
+                for r in driver.create_output_topic(topic, windowed, serde).read_records_to_list():
+                    if r.value is not None:
+                        value = (r.value,) if kind == "counts" else tuple(r.value)
+                        out[kind][(r.key.key, r.key.window.start, r.key.window.end)] = value
+            dropped += driver.metrics().get("dropped-records-total", 0) // 2
+    return out, dropped
+
+
+# -- the engines -------------------------------------------------------------------------------
+def command(engine: str, args: argparse.Namespace, bootstrap: str, counts: str, pages: str,
+            work: str) -> list[str] | None:
+    """The command line of a subprocess engine (None: its interpreter is missing)."""
+    common = ["--bootstrap", bootstrap, "--input", "clicks", "--counts", counts, "--pages", pages]
+    if args.warm_up:
+        common += ["--warm-up-input", "warm-up-clicks"]
+    if engine in ("kspark", "spark"):
+        return [sys.executable, os.path.join(PEERS, f"{engine}_sessions.py"), *common,
+                "--master", args.master]
+    python = args.flink_python if engine == "flink" else args.quix_python
+    if not os.path.exists(python):
+        return None
+    if engine == "flink":
+        return [python, os.path.join(PEERS, "flink_sessions.py"), *common,
+                "--parallelism", str(args.parallelism), "--jar", args.flink_jar]
+    return [python, os.path.join(PEERS, "quix_sessions.py"), *common, "--consumer-group",
+            "peers-quix", "--state-dir", os.path.join(work, "quix-state")]
+
+
+def run_process(engine: str, cmd: list[str], log_path: str, timeout: float) -> dict[str, Any]:
+    """Run a subprocess engine to its end: its figures, the measured phase's CPU seconds and
+    the peak memory of its process tree."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1,
+                                cwd=PEERS)
+        figures: dict[str, Any] = {}
+        cpu_at_start = 0.0
+        with ProcessTree(proc.pid) as tree:
+            assert proc.stdout is not None
+            deadline = time.monotonic() + timeout
+            for line in proc.stdout:
+                log.write(line)
+                if line.startswith("config: "):
+                    figures["config"] = line[len("config: "):].strip()
+                elif line.startswith(MEASURING):
+                    tree.sample()
+                    cpu_at_start = tree.cpu_seconds
+                elif line.startswith(RESULT):
+                    tree.sample()
+                    figures.update(json.loads(line[len(RESULT):]))
+                    figures["cpu"] = tree.cpu_seconds - cpu_at_start
+                if time.monotonic() > deadline:
+                    proc.kill()
+            code = proc.wait()
+        figures["peak_rss"] = tree.peak_rss
+    if code != 0 or "elapsed" not in figures:
+        raise RuntimeError(f"{LABELS[engine]} failed (exit code {code}); log: {log_path}")
+    return figures
+
+
+def run_kstreams(engine: str, bootstrap: str, counts: str, pages: str, work: str,
+                 timeout: float) -> dict[str, Any]:
+    from kafka_job import end_offsets
+
+    commit_ms, cache = KSTREAMS[engine]
+    app = KafkaStreamsApp(bootstrap, f"peers-{engine}", os.path.join(work, engine), "clicks",
+                          counts, pages, True, commit_interval_ms=commit_ms, threads=2,
+                          cache_max_bytes=cache, emit_interval_ms=KSTREAMS_EMIT_INTERVAL_MS)
+    os.makedirs(app.workdir, exist_ok=True)
+    ends = end_offsets(bootstrap, "clicks")
+    app.start()
+    try:
+        assert app._proc is not None
+        with ProcessTree(app._proc.pid) as tree:  # the JVM's start is not measured
+            tree.sample()
+            cpu_at_start = tree.cpu_seconds
+            done = app.wait_caught_up(ends, timeout=timeout)
+            tree.sample()
+    finally:
+        app.stop()
+    dropped = None if app.dropped is None else app.dropped // 2  # both aggregations count
+    return {"elapsed": done - app.created_at, "cpu": tree.cpu_seconds - cpu_at_start,
+            "peak_rss": tree.peak_rss, "dropped": dropped, "warm_up_s": None,
+            "config": f"Kafka Streams 4.3, exactly_once_v2, 2 stream threads, RocksDB, commit "
+                      f"every {commit_ms} ms, closed sessions emitted at most every "
+                      f"{KSTREAMS_EMIT_INTERVAL_MS} ms (its default), record cache "
+                      f"{'10 MB (default)' if cache is None else f'{cache >> 20} MB'}, JVM -Xmx1g; "
+                      f"JIT cold (one application per JVM)"}
+
+
+# -- results -----------------------------------------------------------------------------------
+def read_sessions(bootstrap: str, counts: str, pages: str, windowed_keys: bool
+                  ) -> tuple[dict[str, Counter], int]:
+    """An engine's sessions as ``{"counts"|"pages": Counter of ((user, start, last click),
+    value)}`` (read_committed; Kafka Streams' session-windowed keys, or JSON values with
+    ``user``, ``start``, ``end``), and the tombstones."""
+    from kspark.kafka.reader import read_to_end, wait_settled
+    from kspark.serdes import SessionWindowed, String
+
+    wait_settled(bootstrap, [counts, pages])
+    keys = SessionWindowed(String())
+    out: dict[str, Counter] = {"counts": Counter(), "pages": Counter()}
+    tombstones = 0
+    for kind, topic in (("counts", counts), ("pages", pages)):
+        for m in read_to_end(bootstrap, topic):
+            if m.value() is None:
+                tombstones += 1
+                continue
+            if windowed_keys:
+                w = keys.deserialize(m.key())
+                session = (w.key, w.window.start, w.window.end)
+                value = ((struct.unpack(">q", m.value())[0],) if kind == "counts"
+                         else tuple(json.loads(m.value())))
+            else:
+                v = json.loads(m.value())
+                session = (v["user"], v["start"], v["end"])
+                value = (v["count"],) if kind == "counts" else tuple(v["pages"])
+            out[kind][(session, value)] += 1
+    return out, tombstones
+
+
+def compare(ref: dict[str, Sessions], got: dict[str, Counter]) -> dict[str, int]:
+    """How an engine's sessions compare with the reference's (counts and pages together)."""
+    figures = Counter()
+    for kind in ("counts", "pages"):
+        theirs: dict = {}
+        for (session, value), times in got[kind].items():
+            theirs.setdefault(session, set()).add(value)
+            figures["written twice"] += times - 1
+        mine = ref[kind]
+        both = mine.keys() & theirs.keys()
+        figures["same"] += sum(1 for s in both if theirs[s] == {mine[s]})
+        figures["different value"] += sum(1 for s in both if theirs[s] != {mine[s]})
+        figures["only in the engine's"] += len(theirs.keys() - mine.keys())
+        figures["only in the reference"] += len(mine.keys() - theirs.keys())
+    return dict(figures)
+
+
+def table(rows: list[tuple[str, dict[str, str]]], engines: list[str]) -> None:
+    width = max(len(label) for label, _ in rows)
+    cols = [max(len(LABELS[e]), *(len(r.get(e, "")) for _, r in rows)) for e in engines]
+    print(f"  {'':<{width}}  " + "  ".join(f"{LABELS[e]:>{w}}" for e, w in zip(engines, cols)))
+    for label, row in rows:
+        print(f"  {label:<{width}}  "
+              + "  ".join(f"{row.get(e, '-'):>{w}}" for e, w in zip(engines, cols)))
+
+
+def verdict(engine: str, figures: dict[str, int]) -> str | None:
+    """Why the run fails for this engine's results (None: as expected)."""
+    if engine == "kspark":
+        wrong = {k: v for k, v in figures.items() if k != "same" and v}
+        return f"kspark differs from its test driver: {wrong}" if wrong else None
+    if engine.startswith("kstreams"):
+        wrong = {k: v for k, v in figures.items()
+                 if k not in ("same", "only in the reference") and v}
+        return f"{LABELS[engine]} differs beyond the README's deviation: {wrong}" if wrong else None
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engines", default="kspark,kstreams,kstreams-1s,kstreams-30s,spark,"
+                        "flink,quix")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--warm-up", type=int, default=200_000)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
+    parser.add_argument("--flink-python", default="/work/peers-venv/flink/bin/python")
+    parser.add_argument("--flink-jar", default="/work/peers-venv/jars/"
+                        "flink-sql-connector-kafka-5.0.0-2.2.jar")
+    parser.add_argument("--quix-python", default="/work/peers-venv/quix/bin/python")
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    args = parser.parse_args()
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = set(engines) - LABELS.keys()
+    if unknown:
+        parser.error(f"unknown engines {sorted(unknown)}; known: {sorted(LABELS)}")
+    work = tempfile.mkdtemp(prefix="kspark-peers-")
+    base = int(time.time() * 1000) - 3_600_000  # recent: the broker keeps 7 days
+    with EmbeddedBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        prepare_coordinators(bootstrap)
+        if args.warm_up:
+            produce(bootstrap, "warm-up-clicks", args.warm_up, args.users, 7, base)
+        clicks = produce(bootstrap, "clicks", args.records, args.users, 1, base)
+        print(f"{len(clicks):,} clicks of {args.users:,} users in {PARTITIONS} partitions"
+              + (f" (and {args.warm_up:,} warm-up clicks)" if args.warm_up else ""), flush=True)
+        ref, ref_dropped = reference(clicks)
+        results: dict[str, dict[str, Any]] = {}
+        for engine in engines:
+            counts, pages = f"{engine}-session-counts", f"{engine}-session-pages"
+            topics = [counts, pages] + ([f"{counts}-warm-up", f"{pages}-warm-up"]
+                                        if args.warm_up else [])
+            ensure_topics(bootstrap, [TopicSpec(t, PARTITIONS) for t in topics])
+            steal = Steal()
+            if engine in KSTREAMS:
+                figures = run_kstreams(engine, bootstrap, counts, pages, work, args.timeout)
+            else:
+                cmd = command(engine, args, bootstrap, counts, pages, work)
+                if cmd is None:
+                    print(f"{LABELS[engine]}: left out (no interpreter; see "
+                          f"benchmarks/peers/README.md)", flush=True)
+                    continue
+                figures = run_process(engine, cmd, os.path.join(work, f"{engine}.log"),
+                                      args.timeout)
+            figures["steal"] = Steal.text(steal.fraction())
+            figures["load"] = load_text()
+            got, figures["tombstones"] = read_sessions(
+                bootstrap, counts, pages, windowed_keys=engine == "kspark" or engine in KSTREAMS)
+            figures["compare"] = compare(ref, got)
+            results[engine] = figures
+            rate = len(clicks) / figures["elapsed"]
+            print(f"{LABELS[engine]}: {figures['config']}\n  {rate:,.0f} records/s, "
+                  f"{figures['cpu']:.1f} CPU s, {figures['steal']}, "
+                  f"{figures['load']}; {figures['compare']}", flush=True)
+    shown = list(results)
+    print(f"\nthe sessions job, {len(clicks):,} clicks, {args.users:,} users, Kafka to Kafka, "
+          f"local machine ({os.cpu_count()} cores); reference: kspark's test driver, "
+          f"{len(ref['counts']):,} sessions, {ref_dropped:,} late clicks dropped")
+    million = len(clicks) / 1e6
+    table([
+        ("records/s (measured run)", {e: f"{len(clicks) / r['elapsed']:,.0f}"
+                                      for e, r in results.items()}),
+        ("seconds", {e: f"{r['elapsed']:.1f}" for e, r in results.items()}),
+        ("CPU seconds per million records", {e: f"{r['cpu'] / million:.1f}"
+                                             for e, r in results.items()}),
+        ("peak memory, all processes (MiB)", {e: f"{r['peak_rss'] / 2**20:,.0f}"
+                                              for e, r in results.items()}),
+        ("warm-up run first (s)", {e: "no (cold JIT)" if r.get("warm_up_s") is None
+                                   else f"{r['warm_up_s']:.1f}" for e, r in results.items()}),
+        *[(f"sessions: {k}", {e: f"{r['compare'].get(k, 0):,}" for e, r in results.items()})
+          for k in ("same", "different value", "only in the engine's", "only in the reference",
+                    "written twice")],
+        ("late clicks dropped", {e: "?" if r.get("dropped") is None else f"{r['dropped']:,}"
+                                 for e, r in results.items()}),
+        ("CPU steal", {e: r["steal"] for e, r in results.items()}),
+    ], shown)
+    for engine in shown:
+        if engine in WHY:
+            print(f"  {LABELS[engine]}: {WHY[engine]}")
+    failures = [v for v in (verdict(e, r["compare"]) for e, r in results.items()) if v]
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The sessions job on kspark (``kspark.examples.sessions``, emit on window close) from a Kafka
+topic to Kafka topics, in a process of its own for ``benchmarks/peers.py``: kspark's local
+session (as ``spark=None`` starts it), an optional warm-up run on other topics first, then the
+measured run from ``StreamsApp.start`` to its last micro-batch's Kafka transaction committed.
+
+    .venv/bin/python benchmarks/peers/kspark_sessions.py --bootstrap HOST:PORT --input clicks \\
+        --counts kspark-session-counts --pages kspark-session-pages [--warm-up-input TOPIC]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from typing import Any
+
+import protocol
+
+from kspark import io
+from kspark.examples.sessions import topology
+from kspark.spark import StreamsApp
+from kspark.spark.session import kspark_spark_conf, local_spark
+
+
+def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id: str,
+        work: str) -> StreamsApp:
+    app = StreamsApp(topology(), app_id, {
+        "clicks": io.kafka(bootstrap, topic=source),
+        "session-counts": io.kafka(bootstrap, topic=counts),
+        "session-pages": io.kafka(bootstrap, topic=pages),
+    }, spark=spark, checkpoint_dir=os.path.join(work, app_id))
+    app.start()
+    try:
+        app.process_all_available()
+    finally:
+        app.stop()
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for name in ("--bootstrap", "--input", "--counts", "--pages"):
+        parser.add_argument(name, required=True)
+    parser.add_argument("--warm-up-input")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args()
+    conf = kspark_spark_conf()
+    print(f"config: kspark, Spark {args.master}, RocksDB state with changelog checkpointing, "
+          f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
+          f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}", flush=True)
+    work = tempfile.mkdtemp(prefix="peers-kspark-")
+    spark = local_spark(args.master)
+    warm_up_s = 0.0
+    if args.warm_up_input:
+        t0 = time.time()
+        run(spark, args.bootstrap, args.warm_up_input, f"{args.counts}-warm-up",
+            f"{args.pages}-warm-up", "peers-kspark-warm-up", work)
+        warm_up_s = time.time() - t0
+    started = protocol.measuring()
+    app = run(spark, args.bootstrap, args.input, args.counts, args.pages, "peers-kspark", work)
+    metrics = app.metrics()
+    protocol.result(elapsed=time.time() - started, warm_up_s=warm_up_s,
+                    dropped=metrics.get("dropped-records-total", 0) // 2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The sessions job on Spark's own operators, from a Kafka topic to Kafka topics through Spark's
+Kafka connector, in a process of its own for ``benchmarks/peers.py``: ``session_window`` (gap
+10 s) grouped by user with a watermark of 10 s (the grace) on the record timestamp, the count
+and the pages in timestamp order, append mode (each session once, when the watermark passes its
+end), ``Trigger.AvailableNow``. Spark's Kafka sink writes at least once (it has no transactions).
+
+Tuned as Spark's guide suggests for this shape: the in-memory state store (HDFS-backed: faster
+than RocksDB while the state fits in memory) unless ``--rocksdb``, sessions merged within each
+partition before the shuffle (``spark.sql.streaming.sessionWindow.merge.sessions.in.local.
+partition``), 4 shuffle partitions (the input's), the JVM's default JIT.
+
+    .venv/bin/python benchmarks/peers/spark_sessions.py --bootstrap HOST:PORT --input clicks \\
+        --counts spark-session-counts --pages spark-session-pages [--warm-up-input TOPIC]
+
+Output values are JSON ``{"user", "start", "end", "count" | "pages"}`` with Kafka Streams'
+session bounds (the first and the last click's timestamps: Spark's end is the last + the gap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import protocol
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from kspark.spark.internals.kafka_connector import connector_jars
+
+GAP = "10 seconds"
+GAP_MS = 10_000
+GRACE = "10 seconds"
+
+
+def session(master: str, rocksdb: bool) -> SparkSession:
+    conf = {
+        "spark.master": master,
+        "spark.jars": ",".join(connector_jars() or []),
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.streaming.sessionWindow.merge.sessions.in.local.partition": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": "2g",
+    }
+    if rocksdb:
+        conf["spark.sql.streaming.stateStore.providerClass"] = (
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    builder = SparkSession.builder.appName("peers-spark")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    shown = {k: v for k, v in conf.items() if k != "spark.jars"}
+    print(f"config: Spark native, {shown}, state store "
+          f"{'RocksDB' if rocksdb else 'HDFS-backed (in memory)'}", flush=True)
+    return spark
+
+
+def run(spark: SparkSession, bootstrap: str, source: str, counts: str, pages: str,
+        checkpoint: str) -> None:
+    clicks = (
+        spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source).option("startingOffsets", "earliest").load()
+        .select(F.col("key").cast("string").alias("user"), F.col("timestamp").alias("t"),
+                F.get_json_object(F.col("value").cast("string"), "$.page").alias("page"))
+        .withWatermark("t", GRACE)
+        .groupBy("user", F.session_window("t", GAP))
+        .agg(F.count("*").alias("count"),
+             F.array_sort(F.collect_list(F.struct("t", "page"))).alias("clicks"))
+    )
+    start = F.unix_millis(F.col("session_window.start")).alias("start")
+    end = (F.unix_millis(F.col("session_window.end")) - GAP_MS).alias("end")
+    count = F.to_json(F.struct("user", start, end, F.col("count")))
+    pages_of = F.to_json(F.struct("user", start, end,
+                                  F.transform("clicks", lambda c: c["page"]).alias("pages")))
+    out = clicks.select(F.col("user").alias("key"), F.explode(F.array(
+        F.struct(F.lit(counts).alias("topic"), count.alias("value")),
+        F.struct(F.lit(pages).alias("topic"), pages_of.alias("value")))).alias("row")
+    ).select("key", "row.topic", "row.value")  # one query, a row for each output topic
+    (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+     .outputMode("append").trigger(availableNow=True)
+     .option("checkpointLocation", checkpoint).start().awaitTermination())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for name in ("--bootstrap", "--input", "--counts", "--pages"):
+        parser.add_argument(name, required=True)
+    parser.add_argument("--warm-up-input")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--rocksdb", action="store_true")
+    args = parser.parse_args()
+    spark = session(args.master, args.rocksdb)
+    work = tempfile.mkdtemp(prefix="peers-spark-")
+    warm_up_s = 0.0
+    if args.warm_up_input:
+        t0 = time.time()
+        run(spark, args.bootstrap, args.warm_up_input, f"{args.counts}-warm-up",
+            f"{args.pages}-warm-up", os.path.join(work, "warm-up"))
+        warm_up_s = time.time() - t0
+    started = protocol.measuring()
+    run(spark, args.bootstrap, args.input, args.counts, args.pages, os.path.join(work, "run"))
+    protocol.result(elapsed=time.time() - started, warm_up_s=warm_up_s, dropped=None)
+
+
+if __name__ == "__main__":
+    main()
