@@ -52,7 +52,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from kafka_job import PARTITIONS, make_producer, send
+from kafka_job import PARTITIONS, send
 from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
 from machine import ProcessTree, Steal, load_text
 
@@ -88,22 +88,43 @@ WHY = {
     "flink": "Flink's watermark is per source partition and aligned (the minimum), its session "
              "window ends at the last click + gap and fires when the watermark passes it; at the "
              "end of a bounded input the final watermark closes every open session",
-    "quix": "Quix Streams closes a session when its partition's stream time passes the "
-            "session's end + gap + grace; sessions still open when the input ends stay open",
+    "quix": "Quix Streams (closing per partition, as Kafka Streams) emits a session when its "
+            "partition's stream time passes its last click + 2 x gap + grace (Kafka Streams: + "
+            "gap + grace), and drops a click older than stream time - gap - grace even where "
+            "Kafka Streams merges it into a session still open; sessions open at the end stay "
+            "open",
 }
 
 Sessions = dict[tuple[str, int, int], tuple[Any, ...]]
 
 
 # -- the clicks and the reference ------------------------------------------------------------
-def produce(bootstrap: str, topic: str, n: int, users: int, seed: int, base: int) -> list:
+def produce(bootstrap: str, topic: str, clicks: list) -> None:
+    """Produce ``clicks`` to ``topic`` (4 partitions by user), every delivery checked: the broker
+    refuses a timestamp more than an hour ahead of its clock, without a word to a producer that
+    does not look."""
+    from confluent_kafka import Producer
+
     ensure_topics(bootstrap, [TopicSpec(topic, PARTITIONS)])
-    clicks = [(u, c, base + ts) for u, c, ts in generate_clicks(n, users=users, seed=seed)]
-    producer = make_producer(bootstrap)
+    failed: list[str] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            failed.append(str(error))
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         "linger.ms": 10, "queue.buffering.max.messages": 1_000_000,
+                         "on_delivery": delivered})
     for user, click, ts in clicks:
         send(producer, user, click, ts, topic=topic)
-    assert producer.flush(300) == 0
-    return clicks
+    assert producer.flush(300) == 0 and not failed, f"{len(failed)} clicks refused: {failed[:3]}"
+
+
+def clicks_of(n: int, users: int, seed: int) -> list:
+    """``n`` clicks of ``users`` users ending a minute ago (the broker keeps 7 days)."""
+    clicks = list(generate_clicks(n, users=users, seed=seed))
+    base = int(time.time() * 1000) - 60_000 - max(ts for *_, ts in clicks)
+    return [(u, c, base + ts) for u, c, ts in clicks]
 
 
 def reference(clicks: list) -> tuple[dict[str, Sessions], int]:
@@ -303,13 +324,13 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown engines {sorted(unknown)}; known: {sorted(LABELS)}")
     work = tempfile.mkdtemp(prefix="kspark-peers-")
-    base = int(time.time() * 1000) - 3_600_000  # recent: the broker keeps 7 days
     with EmbeddedBroker() as broker:
         bootstrap = broker.bootstrap_servers
         prepare_coordinators(bootstrap)
         if args.warm_up:
-            produce(bootstrap, "warm-up-clicks", args.warm_up, args.users, 7, base)
-        clicks = produce(bootstrap, "clicks", args.records, args.users, 1, base)
+            produce(bootstrap, "warm-up-clicks", clicks_of(args.warm_up, args.users, 7))
+        clicks = clicks_of(args.records, args.users, 1)
+        produce(bootstrap, "clicks", clicks)
         print(f"{len(clicks):,} clicks of {args.users:,} users in {PARTITIONS} partitions"
               + (f" (and {args.warm_up:,} warm-up clicks)" if args.warm_up else ""), flush=True)
         ref, ref_dropped = reference(clicks)
