@@ -102,7 +102,7 @@ class KafkaStreamsApp:
                  commit_interval_ms: int = COMMIT_INTERVAL_MS, threads: int = 2,
                  cache_max_bytes: int | None = None,
                  jvm_options: tuple[str, ...] = JVM_OPTIONS, jar: Path | None = None,
-                 emit_interval_ms: int | None = None) -> None:
+                 emit_interval_ms: int | None = None, warm_up_input: str | None = None) -> None:
         self.bootstrap = bootstrap
         self.application_id = application_id
         self.input_topic = input_topic
@@ -120,6 +120,8 @@ class KafkaStreamsApp:
             self.command += ["--cache-max-bytes", str(cache_max_bytes)]
         if emit_interval_ms is not None:  # else 0: see SessionsApp.java
             self.command += ["--emit-interval-ms", str(emit_interval_ms)]
+        if warm_up_input is not None:  # run on it first, in the same JVM (its "warmed-up")
+            self.command += ["--warm-up-input", warm_up_input]
         self._proc: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
         self._reader: threading.Thread | None = None
@@ -159,7 +161,7 @@ class KafkaStreamsApp:
                     state, _, at = rest.partition(" ")
                     self.states.append((state, int(at) / 1000))
                     self.reported.setdefault(state.lower(), int(at) / 1000)
-                elif what in ("created", "closed"):
+                elif what in ("created", "closed", "warmed-up"):
                     self.reported[what] = int(rest) / 1000
                 elif what == "dropped":
                     self.reported[what] = int(rest)

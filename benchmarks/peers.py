@@ -16,16 +16,17 @@ writing its results back to Kafka topics of its own:
   run by ``--quix-python``).
 
 Flink and Quix need environments of their own (their pins clash with pyspark's; they are never a
-dependency of kspark): see ``benchmarks/peers/README.md``. An engine whose interpreter is missing
-is left out, saying so.
+dependency of kspark): ``benchmarks/peers/setup.sh`` makes them (PyPI, Maven Central) where this
+benchmark looks by default. An engine whose interpreter is missing is left out, saying so.
 
 Each engine runs in a process of its own (its own JVMs, JIT and Python workers). Where it can, it
 first processes ``--warm-up`` other clicks from another topic in the same process, then the
 measured clicks: the measured time runs from that moment to all results written and committed.
-Kafka Streams' anchor runs one application per JVM: it is measured from the moment it makes its
-``KafkaStreams`` object (its JVM's start left out, its JIT cold), until its consumer group has
-committed the input's end offsets. For every engine the benchmark samples the process tree
-(``/proc``): CPU seconds (all its processes) and the peak of their resident memory together.
+Kafka Streams (``SessionsApp.java``) runs the warm-up as an application of its own in the same
+JVM, then is measured from the moment it makes the measured ``KafkaStreams`` object until its
+consumer group has committed the input's end offsets. For every engine the benchmark samples the
+process tree (``/proc``): CPU seconds (all its processes) and the peak of their resident memory
+together.
 
 Every engine's results are read back (``read_committed``) and compared with kspark's test driver
 on the same clicks (one driver per partition, as each engine runs a task per partition): sessions
@@ -62,6 +63,9 @@ from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
+#: where ``benchmarks/peers/setup.sh`` puts the peers' environments by default
+ENVS = os.path.join(os.environ.get("KSPARK_CACHE_DIR", os.path.expanduser("~/.cache/kspark")),
+                    "peers")
 MEASURING = "peers: measuring"
 RESULT = "peers: result "
 LABELS = {
@@ -85,14 +89,17 @@ WHY = {
              "timestamp by the grace; a session closes when the watermark passes its last click "
              "+ gap, and records are late against the watermark, not the partition's stream "
              "time",
-    "flink": "Flink's watermark is per source partition and aligned (the minimum), its session "
-             "window ends at the last click + gap and fires when the watermark passes it; at the "
-             "end of a bounded input the final watermark closes every open session",
+    "flink": "Flink's watermark (newest timestamp - grace) is the minimum over the partitions, "
+             "emitted every 200 ms: reading a backlog it trails each partition's own time, so "
+             "Flink drops far fewer late clicks; a late click it keeps cannot join a session "
+             "already emitted and starts one of its own; a session fires when the watermark "
+             "passes its last click + gap; the end of a bounded input closes every session",
     "quix": "Quix Streams (closing per partition, as Kafka Streams) emits a session when its "
             "partition's stream time passes its last click + 2 x gap + grace (Kafka Streams: + "
             "gap + grace), and drops a click older than stream time - gap - grace even where "
-            "Kafka Streams merges it into a session still open; sessions open at the end stay "
-            "open",
+            "Kafka Streams merges it into a session still open; its Collect gives the pages in "
+            "timestamp order (the example's aggregator: as they come); sessions open at the end "
+            "stay open",
 }
 
 Sessions = dict[tuple[str, int, int], tuple[Any, ...]]
@@ -169,7 +176,8 @@ def command(engine: str, args: argparse.Namespace, bootstrap: str, counts: str, 
         return None
     if engine == "flink":
         return [python, os.path.join(PEERS, "flink_sessions.py"), *common,
-                "--parallelism", str(args.parallelism), "--jar", args.flink_jar]
+                "--parallelism", str(args.parallelism), "--jar", args.flink_jar,
+                "--pages-order", "arrival"]
     return [python, os.path.join(PEERS, "quix_sessions.py"), *common, "--consumer-group",
             "peers-quix", "--state-dir", os.path.join(work, "quix-state")]
 
@@ -206,16 +214,17 @@ def run_process(engine: str, cmd: list[str], log_path: str, timeout: float) -> d
 
 
 def run_kstreams(engine: str, bootstrap: str, counts: str, pages: str, work: str,
-                 timeout: float) -> dict[str, Any]:
+                 timeout: float, warm_up: bool) -> dict[str, Any]:
     from kafka_job import end_offsets
 
     commit_ms, cache = KSTREAMS[engine]
     app = KafkaStreamsApp(bootstrap, f"peers-{engine}", os.path.join(work, engine), "clicks",
                           counts, pages, True, commit_interval_ms=commit_ms, threads=2,
-                          cache_max_bytes=cache, emit_interval_ms=KSTREAMS_EMIT_INTERVAL_MS)
+                          cache_max_bytes=cache, emit_interval_ms=KSTREAMS_EMIT_INTERVAL_MS,
+                          warm_up_input="warm-up-clicks" if warm_up else None)
     os.makedirs(app.workdir, exist_ok=True)
     ends = end_offsets(bootstrap, "clicks")
-    app.start()
+    app.start(timeout=timeout)
     try:
         assert app._proc is not None
         with ProcessTree(app._proc.pid) as tree:  # the JVM's start is not measured
@@ -227,12 +236,13 @@ def run_kstreams(engine: str, bootstrap: str, counts: str, pages: str, work: str
         app.stop()
     dropped = None if app.dropped is None else app.dropped // 2  # both aggregations count
     return {"elapsed": done - app.created_at, "cpu": tree.cpu_seconds - cpu_at_start,
-            "peak_rss": tree.peak_rss, "dropped": dropped, "warm_up_s": None,
+            "peak_rss": tree.peak_rss, "dropped": dropped,
+            "warm_up_s": app.reported.get("warmed-up"),
             "config": f"Kafka Streams 4.3, exactly_once_v2, 2 stream threads, RocksDB, commit "
                       f"every {commit_ms} ms, closed sessions emitted at most every "
-                      f"{KSTREAMS_EMIT_INTERVAL_MS} ms (its default), record cache "
-                      f"{'10 MB (default)' if cache is None else f'{cache >> 20} MB'}, JVM -Xmx1g; "
-                      f"JIT cold (one application per JVM)"}
+                      f"{KSTREAMS_EMIT_INTERVAL_MS} ms (its default; results are visible at "
+                      f"commits, so a run shorter than the interval waits for one), record cache "
+                      f"{'10 MB (default)' if cache is None else f'{cache >> 20} MB'}, JVM -Xmx1g"}
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -313,10 +323,10 @@ def main() -> None:
     parser.add_argument("--warm-up", type=int, default=200_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
-    parser.add_argument("--flink-python", default="/work/peers-venv/flink/bin/python")
-    parser.add_argument("--flink-jar", default="/work/peers-venv/jars/"
-                        "flink-sql-connector-kafka-5.0.0-2.2.jar")
-    parser.add_argument("--quix-python", default="/work/peers-venv/quix/bin/python")
+    parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
+    parser.add_argument("--flink-jar", default=os.path.join(
+        ENVS, "jars", "flink-sql-connector-kafka-5.0.0-2.2.jar"))
+    parser.add_argument("--quix-python", default=os.path.join(ENVS, "quix", "bin", "python"))
     parser.add_argument("--timeout", type=float, default=1800.0)
     args = parser.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -342,12 +352,13 @@ def main() -> None:
             ensure_topics(bootstrap, [TopicSpec(t, PARTITIONS) for t in topics])
             steal = Steal()
             if engine in KSTREAMS:
-                figures = run_kstreams(engine, bootstrap, counts, pages, work, args.timeout)
+                figures = run_kstreams(engine, bootstrap, counts, pages, work, args.timeout,
+                                       bool(args.warm_up))
             else:
                 cmd = command(engine, args, bootstrap, counts, pages, work)
                 if cmd is None:
-                    print(f"{LABELS[engine]}: left out (no interpreter; see "
-                          f"benchmarks/peers/README.md)", flush=True)
+                    print(f"{LABELS[engine]}: left out (no interpreter: run "
+                          f"benchmarks/peers/setup.sh)", flush=True)
                     continue
                 figures = run_process(engine, cmd, os.path.join(work, f"{engine}.log"),
                                       args.timeout)
@@ -374,7 +385,7 @@ def main() -> None:
                                              for e, r in results.items()}),
         ("peak memory, all processes (MiB)", {e: f"{r['peak_rss'] / 2**20:,.0f}"
                                               for e, r in results.items()}),
-        ("warm-up run first (s)", {e: "no (cold JIT)" if r.get("warm_up_s") is None
+        ("warm-up run first (s)", {e: "no" if not r.get("warm_up_s")
                                    else f"{r['warm_up_s']:.1f}" for e, r in results.items()}),
         *[(f"sessions: {k}", {e: f"{r['compare'].get(k, 0):,}" for e, r in results.items()})
           for k in ("same", "different value", "only in the engine's", "only in the reference",

@@ -4,8 +4,16 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -168,7 +176,15 @@ public final class SessionsApp {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(options.getOrDefault("threads", "2")));
         // Kafka Streams' own default under exactly-once (100 ms); the benchmark says why
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, Long.parseLong(options.getOrDefault("commit-interval-ms", "100")));
+        long commitIntervalMs = Long.parseLong(options.getOrDefault("commit-interval-ms", "100"));
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitIntervalMs);
+        // a transaction stays open for a commit interval: Kafka Streams refuses a transaction
+        // timeout (its default under exactly-once: 10 s) below it, so a longer interval gets twice
+        // the interval
+        if (commitIntervalMs >= 10_000) {
+            props.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG),
+                      (int) (2 * commitIntervalMs));
+        }
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         // closed sessions are emitted on every record that advances the close time, as in
         // kspark (and Kafka Streams' TopologyTestDriver), not at most once per wall-clock
@@ -201,6 +217,49 @@ public final class SessionsApp {
         return Math.round(total);
     }
 
+    /**
+     * The same application run first on the topic {@code --warm-up-input} (outputs to the
+     * output topics + "-warm-up", application id + "-warm-up"), in this JVM, until its group has
+     * committed the topic's end offsets, then closed: the measured run then starts warm.
+     */
+    static void warmUp(Map<String, String> options, boolean emitOnClose) throws Exception {
+        String input = options.get("warm-up-input");
+        Properties props = config(options);
+        String group = props.getProperty(StreamsConfig.APPLICATION_ID_CONFIG) + "-warm-up";
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, group);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, props.getProperty(StreamsConfig.STATE_DIR_CONFIG) + "-warm-up");
+        Topology topology = topology(input, required(options, "counts") + "-warm-up",
+                                     required(options, "pages") + "-warm-up", emitOnClose);
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+                                               props.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)))) {
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (TopicPartitionInfo p : admin.describeTopics(List.of(input)).allTopicNames().get()
+                    .get(input).partitions()) {
+                latest.put(new TopicPartition(input, p.partition()), OffsetSpec.latest());
+            }
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(latest).all().get();
+            try (KafkaStreams streams = new KafkaStreams(topology, props)) {
+                streams.start();
+                while (true) {
+                    Map<TopicPartition, OffsetAndMetadata> committed =
+                        admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+                    boolean done = true;
+                    for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> e : ends.entrySet()) {
+                        OffsetAndMetadata at = committed.get(e.getKey());
+                        if (e.getValue().offset() > 0 && (at == null || at.offset() < e.getValue().offset())) {
+                            done = false;
+                        }
+                    }
+                    if (done) {
+                        break;
+                    }
+                    Thread.sleep(50);
+                }
+                streams.close(Duration.ofSeconds(60));
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         Map<String, String> options = options(args);
         String emit = options.getOrDefault("emit", "close");
@@ -211,6 +270,11 @@ public final class SessionsApp {
                                      required(options, "pages"), emit.equals("close"));
         Properties props = config(options);
         System.err.println(topology.describe());
+        if (options.containsKey("warm-up-input")) {
+            long started = System.currentTimeMillis();
+            warmUp(options, emit.equals("close"));
+            report("warmed-up " + (System.currentTimeMillis() - started));
+        }
         report("created " + System.currentTimeMillis());
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.setStateListener((now, before) -> report("state " + now + " " + System.currentTimeMillis()));
