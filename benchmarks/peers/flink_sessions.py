@@ -36,15 +36,13 @@ on other topics in the same process and JVM (``--warm-up-input``, outputs to
 (planning, the job's MiniCluster, the job, its last commit), and ``peers: result {"elapsed",
 "warm_up_s", "dropped", ...}``.
 
-Setup (outside /work/main):
-    python3.11 -m venv /work/peers-venv/flink
-    /work/peers-venv/flink/bin/pip install 'apache-flink==2.3.0'
-    mvn -q dependency:copy -Dartifact=org.apache.flink:flink-sql-connector-kafka:5.0.0-2.2 \\
-        -DoutputDirectory=/work/peers-venv/jars
-  (5.0.0-2.2 is built for Flink 2.2 and runs on 2.3; 4.0.1-2.0 is the one for Flink 2.0)
+Setup: ``benchmarks/peers/setup.sh`` (a virtual environment of its own with
+``requirements-flink.txt``, by default ``~/.cache/kspark/peers/flink``, and the connector jar
+``org.apache.flink:flink-sql-connector-kafka:5.0.0-2.2`` in ``~/.cache/kspark/peers/jars``:
+built for Flink 2.2, it runs on 2.3; 4.0.1-2.0 is the one for Flink 2.0).
 
 Usage:
-    /work/peers-venv/flink/bin/python benchmarks/peers/flink_sessions.py \\
+    ~/.cache/kspark/peers/flink/bin/python benchmarks/peers/flink_sessions.py \\
         --bootstrap 127.0.0.1:9092 --input clicks --counts flink-session-counts \\
         --pages flink-session-pages [--parallelism 2] [--checkpoint-ms 10000] [--jar PATH] \\
         [--warm-up-input TOPIC] [--unbounded] [--watermark-emit on-periodic|on-event] ...
@@ -68,7 +66,9 @@ import protocol
 
 GAP_S = 10
 GRACE_S = 10
-DEFAULT_JAR = "/work/peers-venv/jars/flink-sql-connector-kafka-5.0.0-2.2.jar"
+DEFAULT_JAR = os.path.join(
+    os.environ.get("KSPARK_CACHE_DIR", os.path.expanduser("~/.cache/kspark")), "peers", "jars",
+    "flink-sql-connector-kafka-5.0.0-2.2.jar")
 #: the pages are sorted as strings prefixed with the event time (13 digits of epoch ms) and the
 #: Kafka offset (19 digits: a user's clicks share a partition), which make a string sort a time
 #: sort (ties: arrival order), or with the offset alone (arrival order)

@@ -23,12 +23,11 @@ For ``benchmarks/peers.py`` it speaks ``protocol``: an optional warm-up run on o
 ``<counts>-warm-up`` / ``<pages>-warm-up``), then ``peers: measuring``, the measured run, and
 ``peers: result {"elapsed", "warm_up_s", "dropped", ...}`` (dropped: late clicks).
 
-Setup (outside /work/main):
-    python3.11 -m venv /work/peers-venv/quix
-    /work/peers-venv/quix/bin/pip install 'quixstreams==3.28.*'
+Setup: ``benchmarks/peers/setup.sh`` (a virtual environment of its own with
+``requirements-quix.txt``, by default ``~/.cache/kspark/peers/quix``).
 
 Usage:
-    /work/peers-venv/quix/bin/python quix_sessions.py --bootstrap 127.0.0.1:9092 \
+    ~/.cache/kspark/peers/quix/bin/python quix_sessions.py --bootstrap 127.0.0.1:9092 \
         --input clicks --counts session-counts --pages session-pages --consumer-group g1 \
         [--guarantee exactly-once|at-least-once] [--commit-interval S] [--state-dir DIR] \
         [--records N] [--closing-strategy partition|key] [--processes K] [--warm-up-input TOPIC]
