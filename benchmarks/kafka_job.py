@@ -78,11 +78,13 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         lookup.close()
 
 
-def side_by_side(rows: list[tuple[str, dict[str, str]]], engines: list[str]) -> None:
-    """Print ``(label, {engine: text})`` rows as a table with a column per engine."""
+def side_by_side(rows: list[tuple[str, dict[str, str]]], engines: list[str],
+                 names: dict[str, str] = ENGINES) -> None:
+    """Print ``(label, {engine: text})`` rows as a table with a column per engine (headed by
+    its name in ``names``)."""
     width = max(len(label) for label, _ in rows)
-    cols = [max(len(ENGINES[e]), *(len(r.get(e, "")) for _, r in rows)) for e in engines]
-    print(f"  {'':<{width}}  " + "  ".join(f"{ENGINES[e]:>{w}}" for e, w in zip(engines, cols)))
+    cols = [max(len(names[e]), *(len(r.get(e, "")) for _, r in rows)) for e in engines]
+    print(f"  {'':<{width}}  " + "  ".join(f"{names[e]:>{w}}" for e, w in zip(engines, cols)))
     for label, row in rows:
         print(f"  {label:<{width}}  "
               + "  ".join(f"{row.get(e, '-'):>{w}}" for e, w in zip(engines, cols)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Self
 
 
 class Steal:
@@ -42,21 +43,17 @@ def load_text() -> str:
         return "load n/a"
 
 
-class WorkerMemory:
-    """The peak resident memory of this process's Python descendants (Spark's Python workers
-    and their daemon), sampled from ``/proc`` every ``interval`` seconds in a thread while the
-    object is open: the largest single worker, and all of them together."""
+class _Sampler:
+    """Calls :meth:`sample` every ``interval`` seconds in a thread while open."""
 
-    def __init__(self, interval: float = 0.2) -> None:
+    def __init__(self, interval: float) -> None:
         import threading
 
         self.interval = interval
-        self.peak_worker = 0
-        self.peak_total = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> WorkerMemory:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -65,12 +62,31 @@ class WorkerMemory:
         self._thread.join()
 
     def _run(self) -> None:
-        me = os.getpid()
-        while not self._stop.wait(self.interval):
-            sizes = [rss for pid, rss in _python_descendants(me)]
-            if sizes:
-                self.peak_worker = max(self.peak_worker, max(sizes))
-                self.peak_total = max(self.peak_total, sum(sizes))
+        while True:
+            self.sample()
+            if self._stop.wait(self.interval):
+                return
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+
+class WorkerMemory(_Sampler):
+    """The peak resident memory of this process's Python descendants (Spark's Python workers
+    and their daemon), sampled from ``/proc`` every ``interval`` seconds in a thread while the
+    object is open: the largest single worker, and all of them together."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        super().__init__(interval)
+        self.peak_worker = 0
+        self.peak_total = 0
+        self._me = os.getpid()
+
+    def sample(self) -> None:
+        sizes = [rss for pid, rss in _python_descendants(self._me)]
+        if sizes:
+            self.peak_worker = max(self.peak_worker, max(sizes))
+            self.peak_total = max(self.peak_total, sum(sizes))
 
     def text(self) -> str:
         mib = 1 << 20
@@ -109,36 +125,18 @@ def _python_descendants(root: int) -> list[tuple[int, int]]:
     return out
 
 
-class ProcessTree:
+class ProcessTree(_Sampler):
     """CPU seconds and peak resident memory of a process and all its descendants (an engine:
     its JVMs, Python workers, ...), sampled from ``/proc`` every ``interval`` seconds in a
     thread while open. A process's CPU time counts as last sampled (a process that lives less
     than ``interval`` may be missed; one that exits loses at most its last interval)."""
 
     def __init__(self, root: int, interval: float = 0.1) -> None:
-        import threading
-
+        super().__init__(interval)
         self.root = root
-        self.interval = interval
         self.cpu: dict[int, float] = {}
         self.peak_rss = 0
         self._tick = os.sysconf("SC_CLK_TCK")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ProcessTree:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            self.sample()
-            if self._stop.wait(self.interval):
-                return
 
     def sample(self) -> None:
         stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)

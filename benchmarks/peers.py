@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from kafka_job import PARTITIONS, send
+from kafka_job import PARTITIONS, send, side_by_side
 from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
 from machine import ProcessTree, Steal, load_text
 
@@ -304,15 +304,6 @@ def compare(ref: dict[str, Sessions], got: dict[str, Counter]) -> dict[str, int]
     return dict(figures)
 
 
-def table(rows: list[tuple[str, dict[str, str]]], engines: list[str]) -> None:
-    width = max(len(label) for label, _ in rows)
-    cols = [max(len(LABELS[e]), *(len(r.get(e, "")) for _, r in rows)) for e in engines]
-    print(f"  {'':<{width}}  " + "  ".join(f"{LABELS[e]:>{w}}" for e, w in zip(engines, cols)))
-    for label, row in rows:
-        print(f"  {label:<{width}}  "
-              + "  ".join(f"{row.get(e, '-'):>{w}}" for e, w in zip(engines, cols)))
-
-
 def verdict(engine: str, figures: dict[str, int]) -> str | None:
     """Why the run fails for this engine's results (None: as expected)."""
     if engine == "kspark":
@@ -388,7 +379,7 @@ def main() -> None:
           f"local machine ({os.cpu_count()} cores); reference: kspark's test driver, "
           f"{len(ref['counts']):,} sessions, {ref_dropped:,} late clicks dropped")
     million = len(clicks) / 1e6
-    table([
+    side_by_side([
         ("records/s (measured run)", {e: f"{len(clicks) / r['elapsed']:,.0f}"
                                       for e, r in results.items()}),
         ("seconds", {e: f"{r['elapsed']:.1f}" for e, r in results.items()}),
@@ -404,7 +395,7 @@ def main() -> None:
         ("late clicks dropped", {e: "?" if r.get("dropped") is None else f"{r['dropped']:,}"
                                  for e, r in results.items()}),
         ("CPU steal", {e: r["steal"] for e, r in results.items()}),
-    ], shown)
+    ], shown, LABELS)
     for engine in shown:
         if engine in WHY:
             print(f"  {LABELS[engine]}: {WHY[engine]}")

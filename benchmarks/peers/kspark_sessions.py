@@ -9,10 +9,8 @@ measured run from ``StreamsApp.start`` to its last micro-batch's Kafka transacti
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
-import time
 from typing import Any
 
 import protocol
@@ -39,28 +37,20 @@ def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    for name in ("--bootstrap", "--input", "--counts", "--pages"):
-        parser.add_argument(name, required=True)
-    parser.add_argument("--warm-up-input")
-    parser.add_argument("--master", default="local[2]")
-    args = parser.parse_args()
+    options = protocol.parser()
+    options.add_argument("--master", default="local[2]")
+    args = options.parse_args()
     conf = kspark_spark_conf()
     print(f"config: kspark, Spark {args.master}, RocksDB state with changelog checkpointing, "
           f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
           f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}", flush=True)
     work = tempfile.mkdtemp(prefix="peers-kspark-")
     spark = local_spark(args.master)
-    warm_up_s = 0.0
-    if args.warm_up_input:
-        t0 = time.time()
-        run(spark, args.bootstrap, args.warm_up_input, f"{args.counts}-warm-up",
-            f"{args.pages}-warm-up", "peers-kspark-warm-up", work)
-        warm_up_s = time.time() - t0
-    started = protocol.measuring()
-    app = run(spark, args.bootstrap, args.input, args.counts, args.pages, "peers-kspark", work)
+    app, elapsed, warm_up_s = protocol.measure(
+        args, lambda source, counts, pages, tag: run(
+            spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work))
     metrics = app.metrics()
-    protocol.result(elapsed=time.time() - started, warm_up_s=warm_up_s,
+    protocol.result(elapsed=elapsed, warm_up_s=warm_up_s,
                     dropped=metrics.get("dropped-records-total", 0) // 2)
 
 

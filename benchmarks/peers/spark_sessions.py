@@ -19,10 +19,8 @@ session bounds (the first and the last click's timestamps: Spark's end is the la
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
-import time
 
 import protocol
 from pyspark.sql import SparkSession
@@ -88,24 +86,16 @@ def run(spark: SparkSession, bootstrap: str, source: str, counts: str, pages: st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    for name in ("--bootstrap", "--input", "--counts", "--pages"):
-        parser.add_argument(name, required=True)
-    parser.add_argument("--warm-up-input")
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--rocksdb", action="store_true")
-    args = parser.parse_args()
+    options = protocol.parser()
+    options.add_argument("--master", default="local[2]")
+    options.add_argument("--rocksdb", action="store_true")
+    args = options.parse_args()
     spark = session(args.master, args.rocksdb)
     work = tempfile.mkdtemp(prefix="peers-spark-")
-    warm_up_s = 0.0
-    if args.warm_up_input:
-        t0 = time.time()
-        run(spark, args.bootstrap, args.warm_up_input, f"{args.counts}-warm-up",
-            f"{args.pages}-warm-up", os.path.join(work, "warm-up"))
-        warm_up_s = time.time() - t0
-    started = protocol.measuring()
-    run(spark, args.bootstrap, args.input, args.counts, args.pages, os.path.join(work, "run"))
-    protocol.result(elapsed=time.time() - started, warm_up_s=warm_up_s, dropped=None)
+    _, elapsed, warm_up_s = protocol.measure(
+        args, lambda source, counts, pages, tag: run(
+            spark, args.bootstrap, source, counts, pages, os.path.join(work, tag)))
+    protocol.result(elapsed=elapsed, warm_up_s=warm_up_s, dropped=None)
 
 
 if __name__ == "__main__":
