@@ -123,6 +123,7 @@ def main() -> None:
               f"{out:,} records out (checksum {digest}), "
               f"{metrics['dropped-records-total']} dropped")
     print(f"driver_stream_join {args.kind} best: {best:,.0f} rec/s")
+    differ = False
     if args.kafka_streams:
         print(f"Kafka Streams 4.3.1: TopologyTestDriver, {args.kafka_streams_store} stores, "
               f"JVM {' '.join(JVM_OPTIONS)}, {args.repeat} runs in one JVM, left/outer "
@@ -131,7 +132,6 @@ def main() -> None:
         rows = ((topic, key, json.dumps(value, separators=(",", ":")), ts)
                 for topic, key, value, ts in records)
         theirs = 0.0
-        differ = False
         for i, (n, seconds, their_out, their_digest) in enumerate(run_test_driver(
                 "DriverStreamJoin", rows, args.kind, str(args.diff_ms), str(args.grace_ms),
                 str(args.repeat), args.kafka_streams_store)):
@@ -151,6 +151,8 @@ def main() -> None:
     print(f"CPU {Steal.text(steal.fraction())}, {load_text()}")
     if args.pure_python_too:
         run_pure(__file__, sys.argv[1:], drop=("--kafka-streams",))
+    if differ:
+        sys.exit("kspark's and Kafka Streams' drivers wrote different records (see above)")
 
 
 if __name__ == "__main__":

@@ -443,6 +443,8 @@ def main() -> None:
         print(f"  run {rep} {engine:<7} {rate:>10,.0f} ({Steal.text(steal)}){ratios}")
     print("outputs of every run: " + ("AGREE with each other and the reference" if all_ok
                                       else "DIFFER (see above)"))
+    if not all_ok:
+        sys.exit("the engines' outputs differ (see above)")
 
 
 if __name__ == "__main__":
