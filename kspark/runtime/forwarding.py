@@ -211,7 +211,8 @@ class Forwarding:
             key = key_of(record.key)
             value = value_of(record.value)
         except SerializationError as exc:
-            raise SerializationError(f"sink {node.name!r} (topic {topic!r}): {exc}") from exc
+            raise SerializationError(f"sink {node.name!r} (topic {topic!r}, record key "
+                                     f"{record.key!r:.100}): {exc}") from exc
         partitioner = node.partitioner
         partition = None if partitioner is None else partitioner(record.key, record.value)
         self.output.append(OutputRecord(topic, key, value, ts, record.headers, partition))

@@ -23,6 +23,7 @@ from kspark.records import Headers, Record, RecordMetadata
 from kspark.runtime.bad_records import skip_or_fail
 from kspark.runtime.batch_view import BatchView, FastPathAborted, separate_branches
 from kspark.runtime.changelog_entries import ChangelogEntries
+from kspark.runtime.commit import flush_caches
 from kspark.runtime.context import RecordContext
 from kspark.runtime.decoding import decode_batch
 from kspark.runtime.extraction import PARTITION_TIMES, extracted_timestamp
@@ -425,21 +426,7 @@ class Task:
         """Flush every store's cache (forwarding cached changes downstream) until all are clean."""
         if DROPS.pending:
             DROPS.flush_due(self.task_id)
-        caching = self._caching_stores
-        for store in caching:
-            if store.has_cached_changes():
-                break
-        else:
-            return
-        current = self.current
-        for _ in range(len(caching) + 1):
-            dirty = [s for s in caching if s.has_cached_changes()]
-            if not dirty:
-                return
-            for store in dirty:
-                current.run_in(current.node or "", current.timestamp, None, store.flush)
-        if any(s.has_cached_changes() for s in caching):
-            raise StreamsError(f"task {self.task_id}: store caches did not settle at commit")
+        flush_caches(self.task_id, self._caching_stores, self.current, self._wrap)
 
     def has_output(self) -> bool:
         """Whether sinks wrote anything since the last drain."""

@@ -28,7 +28,6 @@ from oracle_cases import kspark_retention, live_entries
 
 from kspark import Processor, Stores, Topology, TopologyTestDriver, serdes
 
-
 #: the shapes whose on-window-close store Kafka Streams builds without a cache (module doc)
 UNCACHED_ON_CLOSE = ("session", "sliding")
 

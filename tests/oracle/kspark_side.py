@@ -15,6 +15,7 @@ from kspark_dsl import BUILDERS as DSL_BUILDERS
 from kspark_dsl import DSL_SHAPES, build_dsl, out_key_serde
 from kspark_dsl import STORES as DSL_STORES
 from kspark_joins import JOIN_SHAPES, build_join
+from user_functions import Misbehaving, empty, failure_line, group, merge, zero
 
 from kspark import (
     BufferConfig,
@@ -26,6 +27,7 @@ from kspark import (
     SlidingWindows,
     Stores,
     StreamsBuilder,
+    StreamsError,
     Suppressed,
     TimeWindows,
     Topology,
@@ -37,11 +39,14 @@ from kspark.records import Record
 
 COMMON = {"store_type", "emit_interval"}  # oracle-only settings, ignored here
 SHAPES: dict[str, set[str]] = {
-    "session": {"op", "gap", "grace", "emit", "caching", "suppress", "retention"},
-    "time_window": {"op", "size", "advance", "grace", "emit", "caching", "suppress", "retention"},
-    "sliding": {"op", "diff", "grace", "emit", "caching", "suppress", "retention"},
-    "stream_aggregate": {"op", "caching", "suppress"},
-    "table_aggregate": {"op", "groups", "caching", "source_caching"},
+    "session": {"op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on",
+                "raise_on"},
+    "time_window": {"op", "size", "advance", "grace", "emit", "caching", "suppress", "retention",
+                    "none_on", "raise_on"},
+    "sliding": {"op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on",
+                "raise_on"},
+    "stream_aggregate": {"op", "caching", "suppress", "none_on", "raise_on"},
+    "table_aggregate": {"op", "groups", "caching", "source_caching", "int_key_on"},
     "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"},
     **JOIN_SHAPES,
     **DSL_SHAPES,
@@ -52,35 +57,6 @@ STRING_OPS = {"concat", "reduce_concat"}
 
 class CaseError(ValueError):
     """A case kspark's side cannot build (unknown shape or parameter)."""
-
-
-# -- the user functions of each op (the same as the oracle's) -------------------------------------
-def _zero() -> int:
-    return 0
-
-
-def _empty() -> str:
-    return ""
-
-
-def _sum(key: Any, value: Any, agg: Any) -> Any:
-    return agg + value
-
-
-def _merge(key: Any, a: Any, b: Any) -> Any:
-    return a + b
-
-
-REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
-    "reduce_sum": lambda a, b: a + b,
-    "reduce_max": max,
-    "reduce_concat": lambda a, b: a + b,
-}
-
-
-def group(value: int, groups: int) -> str:
-    """The table shape's group of a row: ``"g" + floorMod(value, groups)``."""
-    return f"g{value % groups}"
 
 
 # -- parameters ------------------------------------------------------------------------------------
@@ -129,15 +105,20 @@ def _emit(windowed: Any, p: Params) -> Any:
     return windowed
 
 
-def _windowed_aggregate(windowed: Any, op: str, m: Materialized, session: bool) -> Any:
+def _misbehaving(p: Params) -> Misbehaving:
+    return Misbehaving(p.get("none_on"), p.get("raise_on"))
+
+
+def _windowed_aggregate(windowed: Any, p: Params, m: Materialized, session: bool) -> Any:
+    op = p.get("op")
     if op == "count":
         return windowed.count(m)
     if op in ("sum", "concat"):
-        init = _zero if op == "sum" else _empty
+        init = zero if op == "sum" else empty
         if session:
-            return windowed.aggregate(init, _sum, _merge, m)
-        return windowed.aggregate(init, _sum, m)
-    return windowed.reduce(REDUCERS[op], m)
+            return windowed.aggregate(init, _misbehaving(p).aggregator(op), merge, m)
+        return windowed.aggregate(init, _misbehaving(p).aggregator(op), m)
+    return windowed.reduce(_misbehaving(p).reducer(op), m)
 
 
 class Built:
@@ -163,7 +144,7 @@ def _session(p: Params) -> Built:
     vs = _value_serde(op)
     windowed = _emit(builder.stream("in", serdes.String(), vs).group_by_key().windowed_by(windows),
                      p)
-    table = _windowed_aggregate(windowed, op, _materialized(p, True), True)
+    table = _windowed_aggregate(windowed, p, _materialized(p, True), True)
     key_serde = serdes.SessionWindowed(serdes.String())
     _suppress(p, table).to_stream().to("out", key_serde, _value_serde(op))
     return Built(builder.build(), vs, key_serde, _value_serde(op), {"store": "session"})
@@ -187,7 +168,7 @@ def _time_window(p: Params, sliding: bool) -> Built:
     vs = _value_serde(op)
     windowed = _emit(builder.stream("in", serdes.String(), vs).group_by_key().windowed_by(windows),
                      p)
-    table = _windowed_aggregate(windowed, op, _materialized(p, True), False)
+    table = _windowed_aggregate(windowed, p, _materialized(p, True), False)
     key_serde = serdes.TimeWindowed(serdes.String(), size)
     _suppress(p, table).to_stream().to("out", key_serde, _value_serde(op))
     return Built(builder.build(), vs, key_serde, _value_serde(op), {"store": "window"})
@@ -202,9 +183,9 @@ def _stream_aggregate(p: Params) -> Built:
     if op == "count":
         table = grouped.count(m)
     elif op in ("sum", "concat"):
-        table = grouped.aggregate(_zero if op == "sum" else _empty, _sum, m)
+        table = grouped.aggregate(zero if op == "sum" else empty, _misbehaving(p).aggregator(op), m)
     else:
-        table = grouped.reduce(REDUCERS[op], m)
+        table = grouped.reduce(_misbehaving(p).reducer(op), m)
     _suppress(p, table).to_stream().to("out", serdes.String(), _value_serde(op))
     return Built(builder.build(), vs, serdes.String(), _value_serde(op), {"store": "kv_ts"})
 
@@ -215,12 +196,14 @@ def _table_aggregate(p: Params) -> Built:
     builder = StreamsBuilder()
     source = Materialized("source", caching=p.get("source_caching", True),
                           key_serde=serdes.String(), value_serde=serdes.Long())
+    int_key_on = p.get("int_key_on")  # a value grouped under itself: an int, not a str key
     grouped = builder.table("in", serdes.String(), serdes.Long(), materialized=source).group_by(
-        lambda k, v: (group(v, groups), v), key_serde=serdes.String(), value_serde=serdes.Long())
+        lambda k, v: (v if v == int_key_on else group(v, groups), v), key_serde=serdes.String(),
+        value_serde=serdes.Long())
     m = Materialized("store", caching=p.get("caching", True), key_serde=serdes.String(),
                      value_serde=serdes.Long())
     if op == "sum":
-        table = grouped.aggregate(_zero, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v, m)
+        table = grouped.aggregate(zero, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v, m)
     elif op == "count":
         table = grouped.count(m)
     elif op == "reduce_sum":
@@ -400,36 +383,62 @@ def run(case: dict[str, Any], *,
     if case.get("describe"):
         lines.append({"kind": "describe", "text": str(built.topology.describe())})
     keys: set[str] = set()
-    with TopologyTestDriver(built.topology, initial_wall_clock_ms=0,
-                            config={"application.id": "kspark-oracle"}) as driver:
-        if before is not None:
-            before(driver, built)
-        inputs = {topic: driver.create_input_topic(topic, serdes.String(), serde)
-                  for topic, serde in built.inputs.items()}
-        out = driver.create_output_topic("out", built.out_key, built.out_value)
-
-        def drain() -> None:
-            for rec in out.read_records_to_list():
-                lines.append({"kind": "record", **_key_fields(rec.key), "value": rec.value,
-                              "ts": rec.timestamp, "tombstone": rec.value is None})
-
-        for item in case.get("inputs") or ():
-            if "advance_wall_clock" in item:
-                driver.advance_wall_clock_time(item["advance_wall_clock"])
-            else:
-                if item.get("key") is not None:
-                    keys.add(item["key"])
-                topic = item.get("topic", "in")
-                if topic not in inputs:
-                    raise CaseError(f"shape {case['shape']!r} reads no topic {topic!r} "
-                                    f"(its topics: {sorted(inputs)})")
-                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"])
-            drain()
-        drain()
-        if case.get("changelogs"):
-            logged = ({name: "logged" for name, b in built.topology.store_builders.items()
-                       if b.logging} if every_changelog else built.stores)
-            lines.extend(_changelog_lines(driver, logged))
-        for name, kind in built.stores.items():
-            lines.extend(_store_lines(driver, name, kind, keys))
+    offsets: dict[str, int] = {}
+    failed = False
+    try:
+        with TopologyTestDriver(built.topology, initial_wall_clock_ms=0,
+                                config={"application.id": "kspark-oracle"}) as driver:
+            failed = _drive(case, built, driver, before, lines, keys, offsets)
+            if not failed and case.get("changelogs"):
+                logged = ({name: "logged" for name, b in built.topology.store_builders.items()
+                           if b.logging} if every_changelog else built.stores)
+                lines.extend(_changelog_lines(driver, logged))
+            for name, kind in () if failed else built.stores.items():
+                lines.extend(_store_lines(driver, name, kind, keys))
+    except StreamsError:
+        if not failed:
+            raise
+        # closing the driver after a failed record may fail again (its caches flushed): the
+        # case has already stopped at the first failure, as the oracle's
     return lines
+
+
+def _drive(case: dict[str, Any], built: Built, driver: TopologyTestDriver,
+           before: Callable[[TopologyTestDriver, Built], None] | None,
+           lines: list[dict[str, Any]], keys: set[str], offsets: dict[str, int]) -> bool:
+    """Pipe ``case``'s inputs into ``driver``, the output records into ``lines``; ``True`` if a
+    record failed (its :func:`failure_line` ends ``lines``)."""
+    if before is not None:
+        before(driver, built)
+    inputs = {topic: driver.create_input_topic(topic, serdes.String(), serde)
+              for topic, serde in built.inputs.items()}
+    out = driver.create_output_topic("out", built.out_key, built.out_value)
+
+    def drain() -> None:
+        for rec in out.read_records_to_list():
+            lines.append({"kind": "record", **_key_fields(rec.key), "value": rec.value,
+                          "ts": rec.timestamp, "tombstone": rec.value is None})
+
+    for index, item in enumerate(case.get("inputs") or ()):
+        if "advance_wall_clock" in item:
+            driver.advance_wall_clock_time(item["advance_wall_clock"])
+        else:
+            if item.get("key") is not None:
+                keys.add(item["key"])
+            topic = item.get("topic", "in")
+            if topic not in inputs:
+                raise CaseError(f"shape {case['shape']!r} reads no topic {topic!r} "
+                                f"(its topics: {sorted(inputs)})")
+            offset = offsets[topic] = offsets.get(topic, -1) + 1
+            try:
+                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"])
+            except StreamsError as exc:
+                line = failure_line(exc, item, index, offset)
+                if line is None:
+                    raise
+                drain()
+                lines.append(line)
+                return True
+        drain()
+    drain()
+    return False

@@ -23,10 +23,15 @@ Config mapping (what makes the two sides comparable; every item names its reason
   keeps every entry), so at the default retention a record can merge with a session that the
   store no longer returns, and ``fetch`` / ``all`` return expired entries. kspark never returns
   expired data (docs/semantics.md §6: "Reads never return expired data ... even while its segment
-  still exists"). Cases with caching on therefore use a retention long enough that nothing
-  expires within the case (the same explicit ``Materialized`` retention on both sides);
+  still exists"). Session and sliding cases with caching on and emit on update therefore use a
+  retention long enough that nothing expires within the case (the same explicit
+  ``Materialized`` retention on both sides);
   ``test_differential.py::test_deviation_kafka_cache_serves_expired_sessions`` shows both
-  behaviours at the default retention.
+  behaviours at the default retention. Time windows never read a window that can have expired
+  (a record updates only windows that end after the close time, and the retention is at least
+  size + grace): they draw any retention, and their expired entries, which Kafka Streams'
+  cache still serves in the store dump, are left out of the comparison (``live_entries``).
+  Every other case draws the default retention (the minimum), a little more or much more.
 - on_window_close of time and sliding windows: Kafka Streams forwards the final results after
   the closing record has written its own windows, by ``fetchAll(lastClose - size + 1, close -
   size)`` on a store whose observed stream time that write has just advanced; without a cache
@@ -34,14 +39,22 @@ Config mapping (what makes the two sides comparable; every item names its reason
   closed *and* expired with that record (a jump in stream time larger than the retention) are
   never forwarded. kspark forwards every window exactly once (docs/semantics.md §3). These
   cases use a long retention on both sides (nothing expires, so Kafka Streams forwards every
-  window);
-  ``test_differential.py::test_kafka_loses_final_results_of_expired_windows`` shows both
-  behaviours at the default retention. (Sessions do not have this problem in Kafka Streams'
-  default RocksDB store.)
+  window; time windows with caching on draw any retention: the cache still holds the closed
+  window); ``test_differential.py::test_kafka_loses_final_results_of_expired_windows`` shows
+  both behaviours at the default retention. (Sessions do not have this problem in Kafka
+  Streams' default RocksDB store.) Kafka Streams builds session and sliding stores emitting on
+  window close without a cache whatever ``caching`` says (``SessionStoreMaterializer`` /
+  ``SlidingWindowStoreMaterializer#builder``); kspark keeps it (README "Deviations"), which
+  changes only their changelogs (``byte_compat.py``).
 - A stream-table join's grace buffer (``<join>-Buffer``): Kafka Streams writes its changelog
-  records without a timestamp (the producer's clock stamps them on a broker; its test driver
-  shows none), kspark with the buffered record's; their keys and values are compared byte for
-  byte, their timestamps not (``without_buffer_timestamps``).
+  records without a timestamp (``RocksDBTimeOrderedKeyValueBuffer#logValue`` and
+  ``#logTombstone`` send them with a ``null`` timestamp: the producer's clock stamps them on a
+  broker; its test driver shows none), kspark with the buffered record's; their keys and values
+  are compared byte for byte, their timestamps not (``without_buffer_timestamps``).
+- User functions that return ``None`` or raise, keys of the wrong type (``none_on``,
+  ``raise_on``, ``int_key_on``; tests/oracle/README.md): a case stopped by such a failure ends
+  with an ``error`` line on both sides, naming the input and the kind of failure; the records
+  before it are compared as any others, the messages not (they are each engine's own).
 """
 
 from __future__ import annotations
@@ -103,14 +116,21 @@ def live_entries(case: dict[str, Any], lines: list[dict]) -> list[dict]:
     while its segment still exists". Kafka Streams' caching layer and its time-ordered stores
     (used for on_window_close) return such entries; kspark never does (see the module doc).
 
-    The store's observed stream time is the largest segment timestamp among the entries (session
-    end, window start): the entry written last for the newest record is never removed or
-    expired, so this is computed from the oracle's own output, not from kspark's."""
+    The store's observed stream time is the largest segment timestamp written (session end,
+    window start), computed from the oracle's own output and the case, not from kspark's: the
+    largest among the entries, and for sessions and time windows the one the newest record
+    with a key writes (never late; a write of a deleted aggregate, ``none_on``, moves the
+    store's time too: ``AbstractRocksDBSegmentedBytesStore#put`` / ``#remove``): its own
+    timestamp, or the start of its latest time window."""
     retention = kspark_retention(case)
     if retention is None or case["shape"] not in WINDOWED_SHAPES:
         return lines
     index = 1 if case["shape"] == "session" else 0  # the segment timestamp: end / start
     stamps = [line["window"][index] for line in lines if line["kind"] == "store"]
+    if case["shape"] != "sliding":
+        advance = case["params"].get("advance") or case["params"].get("size") or 0
+        stamps += [i["ts"] - (i["ts"] % advance if advance else 0)
+                   for i in case.get("inputs") or () if i.get("key") is not None and "ts" in i]
     if not stamps:
         return lines
     bound = max(stamps) - retention
@@ -218,12 +238,18 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
         p["diff"] = draw(st.integers(1, 40))
     p["emit"] = draw(st.sampled_from(["update", "close"]))
     p["caching"] = draw(st.booleans())
-    if p["caching"] and p["emit"] == "update":
+    # Kafka Streams builds session and sliding stores emitting on window close without a cache
+    cached = p["caching"] and not (p["emit"] == "close" and shape != "time_window")
+    if cached and p["emit"] == "update" and shape != "time_window":
         p["retention"] = LONG_RETENTION  # see the module doc: Kafka's cache ignores retention
-    elif p["emit"] == "close" and shape != "session":
+    elif p["emit"] == "close" and shape != "session" and not cached:
         p["retention"] = LONG_RETENTION  # see the module doc: Kafka loses expired final results
-    elif draw(st.booleans()):
-        p["retention"] = kspark_minimum(shape, p) + draw(st.integers(0, 50))
+    else:  # the default (the minimum), a little more, or much more
+        extra = draw(st.one_of(st.none(), st.integers(0, 50), st.integers(200, 5_000)))
+        if extra is not None:
+            p["retention"] = kspark_minimum(shape, p) + extra
+    if p["op"] != "count":
+        p.update(draw(misbehaving(op)))
     if with_suppress or (with_suppress is None and draw(st.booleans())):
         p["suppress"] = draw(suppress(True))
     # Kafka Streams' in-memory stores lose on_window_close results: the closing record's put
@@ -232,11 +258,25 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
     # RocksDB stores keep them. The referee for on_window_close is therefore RocksDB
     # (test_differential.py::test_kafka_in_memory_store_loses_final_session_results)
     p["store_type"] = "rocksdb" if p["emit"] == "close" else draw(store_type())
-    # a null value reaches the aggregator of a session or time window in Kafka Streams but is
-    # dropped by kspark (test_differential.py::test_null_value_in_windowed_count, xfail);
-    # sliding windows drop it on both sides
-    nulls = shape == "sliding"
-    return {"shape": shape, "params": p, "inputs": draw(records(op, nulls))}
+    # a null value reaches the aggregator of a session or time window
+    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
+    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
+    return {"shape": shape, "params": p, "inputs": draw(records(op, True))}
+
+
+@st.composite
+def misbehaving(draw: st.DrawFn, op: str) -> dict[str, Any]:
+    """Now and then a value on which the op's aggregator or reducer returns null
+    (``none_on``: the aggregate is deleted) and one on which it fails (``raise_on``: both
+    sides stop at that record, see ``user_functions.py``)."""
+    value = (st.sampled_from(["x", "z", "xy", "zz"]) if op in STRING_OPS
+             else st.integers(-5, 20))
+    p = {}
+    if draw(st.integers(0, 2)) == 0:
+        p["none_on"] = draw(value)
+    if draw(st.integers(0, 4)) == 0:
+        p["raise_on"] = draw(value)
+    return p
 
 
 def kspark_minimum(shape: str, p: dict[str, Any]) -> int:
@@ -255,6 +295,8 @@ def stream_aggregate_case(draw: st.DrawFn) -> dict:
                          "store_type": draw(store_type())}
     if draw(st.booleans()):
         p["suppress"] = draw(suppress(False))
+    if op != "count":
+        p.update(draw(misbehaving(op)))
     return {"shape": "stream_aggregate", "params": p, "inputs": draw(records(op, True))}
 
 
@@ -264,6 +306,8 @@ def table_aggregate_case(draw: st.DrawFn) -> dict:
          "groups": draw(st.integers(1, 3)),
          "caching": draw(st.booleans()), "source_caching": draw(st.booleans()),
          "store_type": draw(store_type())}
+    if draw(st.integers(0, 4)) == 0:  # a value grouped under itself: a key of the wrong type
+        p["int_key_on"] = draw(st.integers(-5, 20))
     return {"shape": "table_aggregate", "params": p, "inputs": draw(records("sum", True))}
 
 

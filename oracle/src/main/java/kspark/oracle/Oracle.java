@@ -114,11 +114,11 @@ public final class Oracle {
     static final Set<String> VALUE_OPS = Set.of("count", "sum", "reduce_sum", "reduce_max", "concat", "reduce_concat");
 
     static {
-        SHAPES.put("session", Set.of("op", "gap", "grace", "emit", "caching", "suppress", "retention"));
-        SHAPES.put("time_window", Set.of("op", "size", "advance", "grace", "emit", "caching", "suppress", "retention"));
-        SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention"));
-        SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress"));
-        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching"));
+        SHAPES.put("session", Set.of("op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on"));
+        SHAPES.put("time_window", Set.of("op", "size", "advance", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on"));
+        SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on"));
+        SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress", "none_on", "raise_on"));
+        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on"));
         SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"));
         SHAPES.putAll(Joins.SHAPES);
         SHAPES.putAll(Dsl.SHAPES);
@@ -378,6 +378,7 @@ public final class Oracle {
             lines.addObject().put("kind", "describe").put("text", built.topology.describe().toString());
         }
         final TreeSet<String> keys = new TreeSet<>();
+        boolean failed = false;
         try (TopologyTestDriver driver = new TopologyTestDriver(built.topology, props, Instant.ofEpochMilli(0))) {
             beforeInputs.accept(driver, built);
             final Map<String, TestInputTopic<String, Object>> in = new LinkedHashMap<>();
@@ -392,7 +393,9 @@ public final class Oracle {
                 if (!inputs.isArray()) {
                     throw new CaseError("\"inputs\" must be a list, got " + inputs);
                 }
+                int index = -1;
                 for (final JsonNode input : inputs) {
+                    index++;
                     if (input.has("advance_wall_clock")) {
                         driver.advanceWallClockTime(Duration.ofMillis(input.get("advance_wall_clock").asLong()));
                     } else {
@@ -405,21 +408,66 @@ public final class Oracle {
                         if (key != null) {
                             keys.add(key);
                         }
-                        inputTopic(in, shape, input).pipeInput(key, inputValue(built, input.get("value")), ts.asLong());
+                        final TestInputTopic<String, Object> topic = inputTopic(in, shape, input);
+                        final Object value = inputValue(built, input.get("value"));
+                        try {
+                            topic.pipeInput(key, value, ts.asLong());
+                        } catch (final RuntimeException e) {
+                            final String kind = failureKind(e);
+                            if (kind == null) {
+                                throw e;
+                            }
+                            failed = true;
+                            drain(out, built, lines);
+                            lines.addObject().put("kind", "error").put("input", index).put("error", kind);
+                            break;
+                        }
                     }
                     drain(out, built, lines);
                 }
             }
-            drain(out, built, lines);
-            if (doc.path("changelogs").asBoolean(false)) {
-                ByteCompat.changelogLines(driver, built.changelogStores(), lines);
+            if (!failed) {
+                drain(out, built, lines);
+                if (doc.path("changelogs").asBoolean(false)) {
+                    ByteCompat.changelogLines(driver, built.changelogStores(), lines);
+                }
+                for (final Map.Entry<String, String> store : built.stores.entrySet()) {
+                    dumpStore(driver, store.getKey(), store.getValue(), keys, lines);
+                }
             }
-            for (final Map.Entry<String, String> store : built.stores.entrySet()) {
-                dumpStore(driver, store.getKey(), store.getValue(), keys, lines);
+        } catch (final RuntimeException e) {
+            if (!failed) {
+                throw e;
             }
+            // closing the driver after a failed record may fail again (its caches flushed):
+            // the case has already stopped at the first failure
         }
         deleteTree(stateDir);
         return lines;
+    }
+
+    /** Thrown by a case's user function on its "raise_on" value (tests/oracle/README.md). */
+    static final class UserFunctionError extends RuntimeException {
+        UserFunctionError(final Object value) {
+            super("user function fails on " + value);
+        }
+    }
+
+    /**
+     * The kind of failure that stopped a case at a record: "user_function" (a {@link
+     * UserFunctionError} anywhere in the causes) or "serialization" (a ClassCastException in a
+     * serializer: a key of the wrong type); null for any other failure.
+     */
+    static String failureKind(final Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof UserFunctionError) {
+                return "user_function";
+            }
+            if (t instanceof ClassCastException) {
+                return "serialization";
+            }
+        }
+        return null;
     }
 
     /** The input topic an input record names with "topic" ("in" when absent), if the shape reads it. */
@@ -596,21 +644,43 @@ public final class Oracle {
     /** The user functions of each op (tests/oracle/README.md). */
     static final Initializer<Object> ZERO = () -> 0L;
     static final Initializer<Object> EMPTY = () -> "";
-    static final Aggregator<String, Object, Object> SUM = (k, v, agg) -> (Long) agg + (Long) v;
+    static final Aggregator<String, Object, Object> SUM = (k, v, agg) -> v == null ? agg : (Long) agg + (Long) v;
     static final Aggregator<String, Object, Object> CONCAT = (k, v, agg) -> (String) agg + v;
     static final Merger<String, Object> MERGE_SUM = (k, a, b) -> (Long) a + (Long) b;
     static final Merger<String, Object> MERGE_CONCAT = (k, a, b) -> (String) a + b;
-    static final Reducer<Object> REDUCE_SUM = (a, b) -> (Long) a + (Long) b;
-    static final Reducer<Object> REDUCE_MAX = (a, b) -> Math.max((Long) a, (Long) b);
+    static final Reducer<Object> REDUCE_SUM = (a, b) -> b == null ? a : (Long) a + (Long) b;
+    static final Reducer<Object> REDUCE_MAX = (a, b) -> b == null ? a : (Object) Math.max((Long) a, (Long) b);
     static final Reducer<Object> REDUCE_CONCAT = (a, b) -> (String) a + b;
 
-    static Reducer<Object> reducer(final String op) {
-        return switch (op) {
+    static Reducer<Object> reducer(final Params p, final String op) {
+        final Reducer<Object> r = switch (op) {
             case "reduce_sum" -> REDUCE_SUM;
             case "reduce_max" -> REDUCE_MAX;
             case "reduce_concat" -> REDUCE_CONCAT;
             default -> throw new IllegalStateException(op);
         };
+        return (a, b) -> misbehaves(p, b) ? null : r.apply(a, b);
+    }
+
+    /** {@code base} returning null on the case's "none_on" value, failing on its "raise_on". */
+    static Aggregator<String, Object, Object> aggregator(final Params p, final Aggregator<String, Object, Object> base) {
+        return (k, v, agg) -> misbehaves(p, v) ? null : base.apply(k, v, agg);
+    }
+
+    /** Whether a user function given {@code value} returns null ("none_on"); throws on "raise_on". */
+    static boolean misbehaves(final Params p, final Object value) {
+        if (matches(p, "raise_on", value)) {
+            throw new UserFunctionError(value);
+        }
+        return matches(p, "none_on", value);
+    }
+
+    static boolean matches(final Params p, final String name, final Object value) {
+        if (!p.has(name) || value == null) {
+            return false;
+        }
+        final JsonNode v = p.node.get(name);
+        return value instanceof Long l ? v.isIntegralNumber() && v.asLong() == l : v.isTextual() && v.asText().equals(value);
     }
 
     static Serde<Object> inputSerde(final String op) {
@@ -699,9 +769,9 @@ public final class Oracle {
         final Materialized<String, Object, SessionStore<Bytes, byte[]>> m = materialized(p, op, true);
         final KTable<Windowed<String>, Object> table = switch (op) {
             case "count" -> (KTable) w.count((Materialized) m);
-            case "sum" -> w.aggregate(ZERO, SUM, MERGE_SUM, m);
-            case "concat" -> w.aggregate(EMPTY, CONCAT, MERGE_CONCAT, m);
-            default -> w.reduce(reducer(op), m);
+            case "sum" -> w.aggregate(ZERO, aggregator(p, SUM), MERGE_SUM, m);
+            case "concat" -> w.aggregate(EMPTY, aggregator(p, CONCAT), MERGE_CONCAT, m);
+            default -> w.reduce(reducer(p, op), m);
         };
         maybeSuppress(p, table, true).toStream()
             .to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), aggSerde(op)));
@@ -750,9 +820,9 @@ public final class Oracle {
         final Materialized<String, Object, WindowStore<Bytes, byte[]>> m = materialized(p, op, true);
         final KTable<Windowed<String>, Object> table = switch (op) {
             case "count" -> (KTable) w.count((Materialized) m);
-            case "sum" -> w.aggregate(ZERO, SUM, m);
-            case "concat" -> w.aggregate(EMPTY, CONCAT, m);
-            default -> w.reduce(reducer(op), m);
+            case "sum" -> w.aggregate(ZERO, aggregator(p, SUM), m);
+            case "concat" -> w.aggregate(EMPTY, aggregator(p, CONCAT), m);
+            default -> w.reduce(reducer(p, op), m);
         };
         maybeSuppress(p, table, true).toStream()
             .to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, size), aggSerde(op)));
@@ -775,9 +845,9 @@ public final class Oracle {
         final Materialized<String, Object, KeyValueStore<Bytes, byte[]>> m = materialized(p, op, false);
         final KTable<String, Object> table = switch (op) {
             case "count" -> (KTable) grouped.count((Materialized) m);
-            case "sum" -> grouped.aggregate(ZERO, SUM, m);
-            case "concat" -> grouped.aggregate(EMPTY, CONCAT, m);
-            default -> grouped.reduce(reducer(op), m);
+            case "sum" -> grouped.aggregate(ZERO, aggregator(p, SUM), m);
+            case "concat" -> grouped.aggregate(EMPTY, aggregator(p, CONCAT), m);
+            default -> grouped.reduce(reducer(p, op), m);
         };
         maybeSuppress(p, table, false).toStream().to("out", Produced.with(Serdes.String(), aggSerde(op)));
         final Built b = new Built();
@@ -794,10 +864,19 @@ public final class Oracle {
         return "g" + Math.floorMod(value, groups);
     }
 
+    /** The table shape's mapper: (group, v), or (v, v) with the Long v as key for "int_key_on". */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static KeyValue<String, Long> regroup(final Long v, final long groups, final Long intKeyOn) {
+        return v.equals(intKeyOn) ? (KeyValue) KeyValue.pair(v, v) : KeyValue.pair(group(v, groups), v);
+    }
+
     @SuppressWarnings({"unchecked", "rawtypes"})
     static Built tableAggregate(final Params p) {
         final String op = p.choice("op", null, Set.of("sum", "count", "reduce_sum"));
         final long groups = p.ms("groups", 3L, 1);
+        // a value whose group is the value itself, a Long where the repartition topic's key serde
+        // is a String one
+        final Long intKeyOn = p.has("int_key_on") ? p.node.get("int_key_on").asLong() : null;
         final StreamsBuilder builder = new StreamsBuilder();
         Materialized<String, Long, KeyValueStore<Bytes, byte[]>> source = Materialized
             .<String, Long, KeyValueStore<Bytes, byte[]>>as("source")
@@ -805,7 +884,7 @@ public final class Oracle {
         source = p.bool("source_caching", true) ? source.withCachingEnabled() : source.withCachingDisabled();
         final KGroupedTable<String, Long> grouped = builder
             .table("in", Consumed.with(Serdes.String(), Serdes.Long()), source)
-            .groupBy((k, v) -> KeyValue.pair(group(v, groups), v), Grouped.with(Serdes.String(), Serdes.Long()));
+            .groupBy((k, v) -> regroup(v, groups, intKeyOn), Grouped.with(Serdes.String(), Serdes.Long()));
         Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized
             .<String, Long, KeyValueStore<Bytes, byte[]>>as("store")
             .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());

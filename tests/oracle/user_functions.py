@@ -1,0 +1,98 @@
+"""The user functions of the oracle's shapes on kspark's side (the same as ``oracle/.../
+Oracle.java``'s, tests/oracle/README.md), and how a case stopped by one of them, or by a key
+of the wrong type, is compared with the oracle's ``error`` line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark import SerializationError, StreamsError
+
+
+class UserFunctionError(RuntimeError):
+    """Raised by a case's user function on its ``raise_on`` value (the oracle's own)."""
+
+
+# -- the user functions of each op (the same as the oracle's) -------------------------------------
+def zero() -> int:
+    return 0
+
+
+def empty() -> str:
+    return ""
+
+
+def _sum(key: Any, value: Any, agg: Any) -> Any:
+    return agg if value is None else agg + value
+
+
+def _concat(key: Any, value: Any, agg: Any) -> Any:
+    return agg + ("null" if value is None else value)  # Java's String concatenation
+
+
+def merge(key: Any, a: Any, b: Any) -> Any:
+    return a + b
+
+
+REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "reduce_sum": lambda a, b: a if b is None else a + b,
+    "reduce_max": lambda a, b: a if b is None else max(a, b),
+    "reduce_concat": lambda a, b: a + ("null" if b is None else b),
+}
+
+
+class Misbehaving:
+    """A case's ``none_on`` and ``raise_on`` values: an aggregator or reducer given the one
+    returns ``None``, given the other raises :class:`UserFunctionError` (a ``None`` value never
+    matches)."""
+
+    def __init__(self, none_on: Any, raise_on: Any) -> None:
+        self.none_on, self.raise_on = none_on, raise_on
+
+    def returns_none(self, value: Any) -> bool:
+        if value is not None and value == self.raise_on:
+            raise UserFunctionError(f"user function fails on {value}")
+        return value is not None and value == self.none_on
+
+    def aggregator(self, op: str) -> Callable[[Any, Any, Any], Any]:
+        """The aggregator of ``op`` (``sum``, ``concat``)."""
+        base = _sum if op == "sum" else _concat
+        return lambda k, v, agg: None if self.returns_none(v) else base(k, v, agg)
+
+    def reducer(self, op: str) -> Callable[[Any, Any], Any]:
+        """The reducer of ``op`` (``reduce_*``), judged by its second argument."""
+        base = REDUCERS[op]
+        return lambda a, b: None if self.returns_none(b) else base(a, b)
+
+
+def group(value: int, groups: int) -> str:
+    """The table shape's group of a row: ``"g" + floorMod(value, groups)``."""
+    return f"g{value % groups}"
+
+
+def failure_line(exc: StreamsError, item: dict[str, Any], index: int, offset: int
+                 ) -> dict[str, Any] | None:
+    """The line of a case stopped by ``exc`` at input ``index`` (the oracle's ``error`` line):
+    its kind, ``user_function`` (:class:`UserFunctionError`) or ``serialization``; ``None`` for
+    any other failure. A message that does not name the processor, topic, partition, offset and
+    key of the record has the kind ``unlocated: <message>``."""
+    causes = []
+    cause: BaseException | None = exc
+    while cause is not None:
+        causes.append(cause)
+        cause = cause.__cause__
+    if any(isinstance(c, UserFunctionError) for c in causes):
+        kind = "user_function"
+    elif any(isinstance(c, SerializationError) for c in causes):
+        kind = "serialization"
+    else:
+        return None
+    # the failing record: the input record (processing), or the one the commit follows (a
+    # cache flushed at the commit) with the key being written
+    where = f"topic {item.get('topic', 'in')!r} partition 0 offset {offset}"
+    message = str(exc)
+    if ("processor '" not in message or where not in message
+            or (f"key {item.get('key')!r}" not in message and "record key " not in message)):
+        kind = f"unlocated: {message}"
+    return {"kind": "error", "input": index, "error": kind}
