@@ -7,6 +7,7 @@ Oracle.java``; ``tests/oracle/README.md`` documents them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -36,17 +37,19 @@ from kspark import (
     serdes,
 )
 from kspark.records import Record
+from kspark.topology.nodes import ProcessorNode
 
 COMMON = {"store_type", "emit_interval"}  # oracle-only settings, ignored here
 SHAPES: dict[str, set[str]] = {
     "session": {"op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on",
-                "raise_on"},
+                "raise_on", "store_named"},
     "time_window": {"op", "size", "advance", "grace", "emit", "caching", "suppress", "retention",
-                    "none_on", "raise_on"},
+                    "none_on", "raise_on", "store_named"},
     "sliding": {"op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on",
-                "raise_on"},
-    "stream_aggregate": {"op", "caching", "suppress", "none_on", "raise_on"},
-    "table_aggregate": {"op", "groups", "caching", "source_caching", "int_key_on"},
+                "raise_on", "store_named"},
+    "stream_aggregate": {"op", "caching", "suppress", "none_on", "raise_on", "store_named"},
+    "table_aggregate": {"op", "groups", "caching", "source_caching", "int_key_on",
+                        "store_named"},
     "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"},
     **JOIN_SHAPES,
     **DSL_SHAPES,
@@ -81,8 +84,22 @@ def _materialized(p: Params, windowed: bool) -> Materialized:
     """The oracle's ``Materialized.as("store")`` with its serdes (String keys, the op's values),
     so that the changelogs are byte-comparable (``test_byte_compat.py``)."""
     retention = p.get("retention") if windowed else None
-    return Materialized("store", retention=retention, caching=p.get("caching", True),
+    return Materialized(_store_name(p), retention=retention, caching=p.get("caching", True),
                         key_serde=serdes.String(), value_serde=_value_serde(p.get("op")))
+
+
+def _store_name(p: Params) -> str | None:
+    """The aggregation's store name: "store", or none (generated) with ``store_named`` false."""
+    return "store" if p.get("store_named", True) else None
+
+
+def aggregate_store(topology: Topology, p: Params) -> str:
+    """The name of the aggregation's store in ``topology`` (:func:`_store_name`)."""
+    for node in topology.nodes.values():
+        if (isinstance(node, ProcessorNode)
+                and re.fullmatch(r"K(STREAM|TABLE)-(AGGREGATE|REDUCE)-\d+", node.name)):
+            return node.stores[0]
+    raise CaseError(f"no aggregation store in {topology.describe()}")
 
 
 def _suppress(p: Params, table: Any) -> Any:
@@ -147,7 +164,9 @@ def _session(p: Params) -> Built:
     table = _windowed_aggregate(windowed, p, _materialized(p, True), True)
     key_serde = serdes.SessionWindowed(serdes.String())
     _suppress(p, table).to_stream().to("out", key_serde, _value_serde(op))
-    return Built(builder.build(), vs, key_serde, _value_serde(op), {"store": "session"})
+    topology = builder.build()
+    return Built(topology, vs, key_serde, _value_serde(op),
+                 {aggregate_store(topology, p): "session"})
 
 
 def _time_window(p: Params, sliding: bool) -> Built:
@@ -171,7 +190,9 @@ def _time_window(p: Params, sliding: bool) -> Built:
     table = _windowed_aggregate(windowed, p, _materialized(p, True), False)
     key_serde = serdes.TimeWindowed(serdes.String(), size)
     _suppress(p, table).to_stream().to("out", key_serde, _value_serde(op))
-    return Built(builder.build(), vs, key_serde, _value_serde(op), {"store": "window"})
+    topology = builder.build()
+    return Built(topology, vs, key_serde, _value_serde(op),
+                 {aggregate_store(topology, p): "window"})
 
 
 def _stream_aggregate(p: Params) -> Built:
@@ -187,7 +208,9 @@ def _stream_aggregate(p: Params) -> Built:
     else:
         table = grouped.reduce(_misbehaving(p).reducer(op), m)
     _suppress(p, table).to_stream().to("out", serdes.String(), _value_serde(op))
-    return Built(builder.build(), vs, serdes.String(), _value_serde(op), {"store": "kv_ts"})
+    topology = builder.build()
+    return Built(topology, vs, serdes.String(), _value_serde(op),
+                 {aggregate_store(topology, p): "kv_ts"})
 
 
 def _table_aggregate(p: Params) -> Built:
@@ -200,7 +223,7 @@ def _table_aggregate(p: Params) -> Built:
     grouped = builder.table("in", serdes.String(), serdes.Long(), materialized=source).group_by(
         lambda k, v: (v if v == int_key_on else group(v, groups), v), key_serde=serdes.String(),
         value_serde=serdes.Long())
-    m = Materialized("store", caching=p.get("caching", True), key_serde=serdes.String(),
+    m = Materialized(_store_name(p), caching=p.get("caching", True), key_serde=serdes.String(),
                      value_serde=serdes.Long())
     if op == "sum":
         table = grouped.aggregate(zero, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v, m)
@@ -211,8 +234,9 @@ def _table_aggregate(p: Params) -> Built:
     else:
         raise CaseError(f"unknown op {op!r} for shape 'table_aggregate'")
     table.to_stream().to("out", serdes.String(), serdes.Long())
-    return Built(builder.build(), serdes.Long(), serdes.String(), serdes.Long(),
-                 {"source": "kv_ts", "store": "kv_ts"})
+    topology = builder.build()
+    return Built(topology, serdes.Long(), serdes.String(), serdes.Long(),
+                 {"source": "kv_ts", aggregate_store(topology, p): "kv_ts"})
 
 
 class SumProcessor(Processor):

@@ -250,6 +250,7 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
             p["retention"] = kspark_minimum(shape, p) + extra
     if p["op"] != "count":
         p.update(draw(misbehaving(op)))
+    p.update(draw(store_named()))
     if with_suppress or (with_suppress is None and draw(st.booleans())):
         p["suppress"] = draw(suppress(True))
     # Kafka Streams' in-memory stores lose on_window_close results: the closing record's put
@@ -279,6 +280,13 @@ def misbehaving(draw: st.DrawFn, op: str) -> dict[str, Any]:
     return p
 
 
+def store_named() -> st.SearchStrategy[dict[str, Any]]:
+    """The aggregation's store named ``store`` (``{}``) or now and then by the DSL (a generated
+    name, in the topology's description, the changelog topic and, for a table aggregation, the
+    repartition topic)."""
+    return st.sampled_from([{}, {}, {}, {"store_named": False}])
+
+
 def kspark_minimum(shape: str, p: dict[str, Any]) -> int:
     """The smallest retention the windows allow (size/gap + grace; sliding 2 * diff + grace)."""
     if shape == "session":
@@ -297,6 +305,7 @@ def stream_aggregate_case(draw: st.DrawFn) -> dict:
         p["suppress"] = draw(suppress(False))
     if op != "count":
         p.update(draw(misbehaving(op)))
+    p.update(draw(store_named()))
     return {"shape": "stream_aggregate", "params": p, "inputs": draw(records(op, True))}
 
 
@@ -308,6 +317,7 @@ def table_aggregate_case(draw: st.DrawFn) -> dict:
          "store_type": draw(store_type())}
     if draw(st.integers(0, 4)) == 0:  # a value grouped under itself: a key of the wrong type
         p["int_key_on"] = draw(st.integers(-5, 20))
+    p.update(draw(store_named()))
     return {"shape": "table_aggregate", "params": p, "inputs": draw(records("sum", True))}
 
 

@@ -388,3 +388,27 @@ def test_an_aggregator_returning_none_deletes_the_aggregate(kafka_streams, shape
     assert [r[2] for r in records(kafka)][-2:] == [None, 4]
     assert stores(kafka)[0][3] == 4
     check(kafka_streams, case)
+
+
+@pytest.mark.parametrize(("shape", "params"), [
+    ("session", {"op": "count", "gap": 10}),
+    ("time_window", {"op": "count", "size": 10}),
+    ("sliding", {"op": "count", "diff": 10}),
+    ("table_aggregate", {"op": "reduce_sum"}),
+])
+def test_generated_store_names_follow_kafka_streams(kafka_streams, shape: str, params: dict
+                                                    ) -> None:
+    """Fixed in kspark: a session or time-window ``count(Materialized)`` without a store name
+    takes one more index than ``count()`` (``SessionWindowedKStreamImpl#count`` /
+    ``TimeWindowedKStreamImpl#count``: "we used to burn a topology name here"; sliding windows'
+    does not), and a table's ``reduce`` names its store ``KTABLE-AGGREGATE-STATE-STORE-...``
+    (``KGroupedTableImpl#reduce``), which also names the repartition topic."""
+    case = {"shape": shape, "params": {**params, "store_named": False}, "describe": True,
+            "inputs": [{"key": "a", "value": 1, "ts": 1}]}
+    kafka = kafka_streams.run(to_oracle(case))
+    assert kafka == run_kspark(case)
+    store = stores(kafka)[-1][0]
+    assert store == {"session": "KSTREAM-AGGREGATE-STATE-STORE-0000000002",
+                     "time_window": "KSTREAM-AGGREGATE-STATE-STORE-0000000002",
+                     "sliding": "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+                     "table_aggregate": "KTABLE-AGGREGATE-STATE-STORE-0000000003"}[shape]

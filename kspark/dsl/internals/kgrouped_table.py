@@ -36,7 +36,9 @@ class KGroupedTableImpl(KGroupedTable):
                    materialized: Materialized | str | None) -> KTable:
         builder = self._builder
         m = as_materialized(materialized)
-        store = store_name_for(builder, m, prefix)
+        # a generated store name is KTABLE-AGGREGATE-STATE-STORE-... for reduce too (Kafka
+        # Streams' KGroupedTableImpl#reduce names it with its AGGREGATE_NAME)
+        store = store_name_for(builder, m, "KTABLE-AGGREGATE-")
         value_serde = None if self._value_serde is None else ChangeSerde(self._value_serde)
         source = builder.repartition(self._node, store, self._key_serde, value_serde,
                                      null_key_filter=False, stream_names=False)

@@ -37,6 +37,14 @@ def _windowed_serde(grouped: Grouping,
     return None if inner is None else wrap(inner)
 
 
+def _burn_count_index(grouped: Grouping, materialized: Materialized | str | None) -> None:
+    """Kafka Streams' session and time-window ``count(Materialized)`` of a ``Materialized``
+    without a name takes one more store index than ``count()`` (as ``KGroupedStream``'s)."""
+    m = as_materialized(materialized)
+    if m is not None and not m.name:
+        grouped.graph.new_store_name("KSTREAM-AGGREGATE-")
+
+
 class _WindowedKStream:
     def __init__(self, grouped: Grouping, windows: Any) -> None:
         self._grouped = grouped
@@ -95,6 +103,7 @@ class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
         )
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
+        _burn_count_index(self._grouped, materialized)
         return self._session("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
@@ -130,6 +139,8 @@ class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
         )
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
+        if isinstance(self._windows, TimeWindows):  # sliding windows' count takes none
+            _burn_count_index(self._grouped, materialized)
         return self._timed("KSTREAM-AGGREGATE-", Count(), materialized)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Aggregator;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -114,11 +115,11 @@ public final class Oracle {
     static final Set<String> VALUE_OPS = Set.of("count", "sum", "reduce_sum", "reduce_max", "concat", "reduce_concat");
 
     static {
-        SHAPES.put("session", Set.of("op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on"));
-        SHAPES.put("time_window", Set.of("op", "size", "advance", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on"));
-        SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on"));
-        SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress", "none_on", "raise_on"));
-        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on"));
+        SHAPES.put("session", Set.of("op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
+        SHAPES.put("time_window", Set.of("op", "size", "advance", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
+        SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
+        SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress", "none_on", "raise_on", "store_named"));
+        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on", "store_named"));
         SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"));
         SHAPES.putAll(Joins.SHAPES);
         SHAPES.putAll(Dsl.SHAPES);
@@ -693,7 +694,8 @@ public final class Oracle {
 
     static <S extends org.apache.kafka.streams.processor.StateStore> Materialized<String, Object, S> materialized(
             final Params p, final String op, final boolean windowed) {
-        Materialized<String, Object, S> m = Materialized.<String, Object, S>as("store")
+        Materialized<String, Object, S> m = (p.bool("store_named", true)
+            ? Materialized.<String, Object, S>as("store") : Materialized.<String, Object, S>with(null, null))
             .withKeySerde(Serdes.String())
             .withValueSerde(aggSerde(op));
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
@@ -780,7 +782,7 @@ public final class Oracle {
         b.inputValueSerde = in;
         b.outputKeyDeserializer = new SessionWindowedDeserializer<>(new StringDeserializer());
         b.outputValueDeserializer = aggSerde(op).deserializer();
-        b.stores.put("store", "session");
+        b.stores.put(aggregateStore(b.topology, p), "session");
         b.windowedOutput = true;
         return b;
     }
@@ -831,7 +833,7 @@ public final class Oracle {
         b.inputValueSerde = in;
         b.outputKeyDeserializer = new TimeWindowedDeserializer<>(new StringDeserializer(), size);
         b.outputValueDeserializer = aggSerde(op).deserializer();
-        b.stores.put("store", "window");
+        b.stores.put(aggregateStore(b.topology, p), "window");
         b.windowedOutput = true;
         return b;
     }
@@ -855,8 +857,24 @@ public final class Oracle {
         b.inputValueSerde = in;
         b.outputKeyDeserializer = new StringDeserializer();
         b.outputValueDeserializer = aggSerde(op).deserializer();
-        b.stores.put("store", "kv_ts");
+        b.stores.put(aggregateStore(b.topology, p), "kv_ts");
         return b;
+    }
+
+    /** The aggregation's store: "store", or the name Kafka Streams generated ("store_named": false). */
+    static String aggregateStore(final Topology topology, final Params p) {
+        if (p.bool("store_named", true)) {
+            return "store";
+        }
+        for (final TopologyDescription.Subtopology sub : topology.describe().subtopologies()) {
+            for (final TopologyDescription.Node node : sub.nodes()) {
+                if (node instanceof TopologyDescription.Processor proc
+                        && proc.name().matches("K(STREAM|TABLE)-(AGGREGATE|REDUCE)-\\d+")) {
+                    return proc.stores().iterator().next();
+                }
+            }
+        }
+        throw new IllegalStateException("no aggregation store in " + topology.describe());
     }
 
     /** The group of a table row: "g" + floorMod(value, groups), so a new value can move the row. */
@@ -885,8 +903,9 @@ public final class Oracle {
         final KGroupedTable<String, Long> grouped = builder
             .table("in", Consumed.with(Serdes.String(), Serdes.Long()), source)
             .groupBy((k, v) -> regroup(v, groups, intKeyOn), Grouped.with(Serdes.String(), Serdes.Long()));
-        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = Materialized
-            .<String, Long, KeyValueStore<Bytes, byte[]>>as("store")
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = (p.bool("store_named", true)
+            ? Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("store")
+            : Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>with(null, null))
             .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
         final KTable<String, Long> table = switch (op) {
@@ -901,7 +920,7 @@ public final class Oracle {
         b.outputKeyDeserializer = new StringDeserializer();
         b.outputValueDeserializer = Serdes.Long().deserializer();
         b.stores.put("source", "kv_ts");
-        b.stores.put("store", "kv_ts");
+        b.stores.put(aggregateStore(b.topology, p), "kv_ts");
         return b;
     }
 
