@@ -13,8 +13,8 @@ from kspark.state.internals.base import StoreBase
 def flush_caches(task_id: str, caching: Sequence[StoreBase], current: RecordContext,
                  wrap: Callable[[Exception, str], StreamsError]) -> None:
     """Flush the caches of ``caching`` until none has cached changes; a failure is raised as
-    ``wrap(exc, where)``, ``where`` naming the store and the last record's topic, partition and
-    offset."""
+    ``wrap(exc, where)``, ``where`` naming the store, the last record's topic, partition and
+    offset, and the key of the flushed record that failed."""
     for store in caching:
         if store.has_cached_changes():
             break
@@ -32,7 +32,8 @@ def flush_caches(task_id: str, caching: Sequence[StoreBase], current: RecordCont
             try:
                 current.run_in(current.node or "", current.timestamp, None, store.flush)
             except Exception as exc:
+                key = current.failed_key
                 raise wrap(exc, f"flushing the cache of store {store.name!r} at the commit"
-                                f"{after}") from exc
+                                f"{after}, record key {key!r:.100}") from exc
     if any(s.has_cached_changes() for s in caching):
         raise StreamsError(f"task {task_id}: store caches did not settle at commit")

@@ -16,12 +16,14 @@ Origin = tuple[str, int, int]
 @dataclass(slots=True)
 class RecordContext:
     """The processor running (``node``), the timestamp of the record it handles, that record's
-    origin (``metadata``; ``None`` in punctuation), and the first processor that failed."""
+    origin (``metadata``; ``None`` in punctuation), and the first processor that failed with the
+    key of the record it was given."""
 
     node: str | None = None
     timestamp: int = -1
     metadata: RecordMetadata | Origin | None = None
     failed_node: str | None = None
+    failed_key: Any = None
 
     def record_metadata(self) -> RecordMetadata | None:
         """The origin of the record being processed (``None`` in punctuation)."""
@@ -51,13 +53,14 @@ class RecordContext:
             self.failed(name)
             raise
 
-    def failed(self, node: str) -> None:
-        """Note that ``node`` failed, unless a processor below it failed first."""
+    def failed(self, node: str, key: Any = None) -> None:
+        """Note that ``node`` failed (on a record with ``key``), unless a processor below it
+        failed first."""
         if self.failed_node is None:
-            self.failed_node = node
+            self.failed_node, self.failed_key = node, key
 
     def take_failed_node(self) -> str:
         """The processor to name in an error (the first that failed, else the running one)."""
         node = self.failed_node or self.node or "?"
-        self.failed_node = None
+        self.failed_node = self.failed_key = None
         return node

@@ -197,7 +197,7 @@ class Forwarding:
             try:
                 processor.process(record)
             except Exception:
-                current.failed(name)
+                current.failed(name, record.key)
                 raise
             finally:
                 current.node, current.timestamp = previous, previous_ts

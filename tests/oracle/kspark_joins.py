@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from user_functions import Misbehaving
+
 from kspark import Materialized, StreamsBuilder, Topology, serdes
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.windows import JoinWindows
@@ -21,6 +23,8 @@ JOIN_SHAPES: dict[str, set[str]] = {
                    "left_versioned", "right_versioned"},
     "fk_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching"},
 }
+for _params in JOIN_SHAPES.values():  # the joiner returns None on "none_on", fails on "raise_on"
+    _params.update({"none_on", "raise_on"})
 KINDS = {"inner": "join", "left": "left_join", "outer": "outer_join"}
 
 
@@ -31,6 +35,12 @@ def _text(value: Any) -> str:
 def joiner(left: Any, right: Any) -> str:
     """The joiner of every join shape: ``left + "+" + right`` as Java concatenates them."""
     return f"{_text(left)}+{_text(right)}"
+
+
+def _joiner(p: Any) -> Any:
+    """:func:`joiner` returning ``None`` on the case's ``none_on`` left value, failing on
+    ``raise_on`` (``user_functions.Misbehaving``)."""
+    return Misbehaving(p.get("none_on"), p.get("raise_on")).joiner(joiner)
 
 
 def _kind(p: Any, allowed: tuple[str, ...]) -> str:
@@ -46,6 +56,7 @@ def _logged_stores(topology: Topology) -> dict[str, str]:
 
 
 def _stream_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
+    joiner = _joiner(p)  # the case's
     kind = _kind(p, ("inner", "left", "outer"))
     text = serdes.String()
     windows = (JoinWindows.of_time_difference_with_no_grace(p.get("diff"))
@@ -84,6 +95,7 @@ def _first(value: Any) -> Any:
 
 
 def _stream_table_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
+    joiner = _joiner(p)  # the case's
     kind = _kind(p, ("inner", "left"))
     text = serdes.String()
     builder = StreamsBuilder()
@@ -104,6 +116,7 @@ def _stream_table_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
 
 
 def _global_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
+    joiner = _joiner(p)  # the case's
     kind = _kind(p, ("inner", "left"))
     text = serdes.String()
     builder = StreamsBuilder()
@@ -135,6 +148,7 @@ def _result(p: Any) -> Materialized | None:
 
 
 def _table_join(p: Any, foreign_key: bool) -> tuple[Topology, list[str], dict[str, str]]:
+    joiner = _joiner(p)  # the case's
     kind = _kind(p, ("inner", "left") if foreign_key else ("inner", "left", "outer"))
     builder, left, right = _tables(p)
     m = _result(p)

@@ -355,6 +355,19 @@ def _join_value() -> st.SearchStrategy[Any]:
 
 
 @st.composite
+def joiner_misbehaving(draw: st.DrawFn, alphabet: str) -> dict[str, Any]:
+    """Now and then a left value on which the joiner returns null (``none_on``) and one on which
+    it fails (``raise_on``; see ``misbehaving``)."""
+    value = st.text(alphabet=alphabet, min_size=1, max_size=2)
+    p = {}
+    if draw(st.integers(0, 3)) == 0:
+        p["none_on"] = draw(value)
+    if draw(st.integers(0, 5)) == 0:
+        p["raise_on"] = draw(value)
+    return p
+
+
+@st.composite
 def join_records(draw: st.DrawFn, topics: tuple[str, ...], max_size: int = 24,
                  value: st.SearchStrategy[Any] | None = None,
                  null_keys: bool = True) -> list[dict]:
@@ -393,6 +406,7 @@ def stream_join_case(draw: st.DrawFn) -> dict:
     # on a put of a null value; its default RocksDB store, which kspark's stores follow, does
     # neither (test_differential.py::test_join_stores_follow_kafka_streams_rocksdb_stores)
     p["store_type"] = "rocksdb"
+    p.update(draw(joiner_misbehaving("xyz")))
     topics = ("left",) if p.get("self") else ("left", "right")
     return {"shape": "stream_join", "params": p, "inputs": draw(join_records(topics)),
             "changelogs": draw(st.booleans())}
@@ -421,6 +435,7 @@ def stream_table_join_case(draw: st.DrawFn) -> dict:
     # Kafka Streams 4.3.1 fails on a null key in a left join's grace buffer
     # (test_differential.py::test_kafka_streams_fails_on_a_null_key_in_a_grace_buffer)
     null_keys = not (p.get("grace") is not None and p["kind"] == "left")
+    p.update(draw(joiner_misbehaving("xyz")))
     return {"shape": "stream_table_join", "params": p,
             "inputs": draw(join_records(("left", "right"), null_keys=null_keys)),
             "changelogs": draw(st.booleans())}
@@ -428,7 +443,8 @@ def stream_table_join_case(draw: st.DrawFn) -> dict:
 
 @st.composite
 def global_join_case(draw: st.DrawFn) -> dict:
-    p = {"kind": draw(st.sampled_from(["inner", "left"])), "store_type": draw(store_type())}
+    p = {"kind": draw(st.sampled_from(["inner", "left"])), "store_type": draw(store_type()),
+         **draw(joiner_misbehaving("abcn"))}
     return {"shape": "global_join", "params": p,
             "inputs": draw(join_records(("left", "right"), value=_selecting_value()))}
 
@@ -448,6 +464,7 @@ def table_join_case(draw: st.DrawFn, foreign_key: bool) -> dict:
             if draw(st.integers(0, 3)) == 0:
                 p[side] = draw(st.integers(0, 60))
     value = _selecting_value() if foreign_key else None
+    p.update(draw(joiner_misbehaving("abcn" if foreign_key else "xyz")))
     return {"shape": "fk_join" if foreign_key else "table_join", "params": p,
             "inputs": draw(join_records(("left", "right"), value=value)),
             "changelogs": draw(st.booleans())}

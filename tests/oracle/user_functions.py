@@ -4,6 +4,7 @@ of the wrong type, is compared with the oracle's ``error`` line."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -60,6 +61,10 @@ class Misbehaving:
         base = _sum if op == "sum" else _concat
         return lambda k, v, agg: None if self.returns_none(v) else base(k, v, agg)
 
+    def joiner(self, base: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        """The join shapes' joiner ``base``, judged by its left value."""
+        return lambda left, right: None if self.returns_none(left) else base(left, right)
+
     def reducer(self, op: str) -> Callable[[Any, Any], Any]:
         """The reducer of ``op`` (``reduce_*``), judged by its second argument."""
         base = REDUCERS[op]
@@ -88,11 +93,14 @@ def failure_line(exc: StreamsError, item: dict[str, Any], index: int, offset: in
         kind = "serialization"
     else:
         return None
-    # the failing record: the input record (processing), or the one the commit follows (a
-    # cache flushed at the commit) with the key being written
-    where = f"topic {item.get('topic', 'in')!r} partition 0 offset {offset}"
+    # the failing record: the input record, or its copy read back from a repartition topic
+    # (another offset), or the one a commit follows (a cache flushed at the commit: the key
+    # being written is named)
     message = str(exc)
-    if ("processor '" not in message or where not in message
+    where = re.search(r"topic '([^']+)' partition \d+ offset (\d+)", message)
+    located = where is not None and (
+        where.group(1) != item.get("topic", "in") or int(where.group(2)) == offset)
+    if ("processor '" not in message or not located
             or (f"key {item.get('key')!r}" not in message and "record key " not in message)):
         kind = f"unlocated: {message}"
     return {"kind": "error", "input": index, "error": kind}

@@ -64,6 +64,20 @@ final class Joins {
     /** The joiner of every join shape: Java string concatenation, a missing side prints "null". */
     static final ValueJoiner<String, String, String> JOINER = (l, r) -> l + "+" + r;
 
+    static {
+        // every join shape: its joiner returns null on the left value "none_on", fails on "raise_on"
+        SHAPES.replaceAll((shape, params) -> {
+            final Set<String> all = new TreeSet<>(params);
+            all.addAll(Set.of("none_on", "raise_on"));
+            return all;
+        });
+    }
+
+    /** {@link #JOINER} returning null on the case's "none_on" left value, failing on "raise_on". */
+    static ValueJoiner<String, String, String> joiner(final Params p) {
+        return (l, r) -> Oracle.misbehaves(p, l) ? null : JOINER.apply(l, r);
+    }
+
     /** The global join's key selector: the first character of the value, none for "n...". */
     static final KeyValueMapper<String, String, String> GLOBAL_KEY =
         (k, v) -> (v == null || v.startsWith("n")) ? null : v.substring(0, 1);
@@ -98,6 +112,7 @@ final class Joins {
      * repartition it. Its window stores are not dumped (only their changelogs).
      */
     static Built streamJoin(final Params p) {
+        final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT_OUTER);
         final long diff = p.ms("diff", null, 0);
         final Long grace = p.optMs("grace", 0);
@@ -146,6 +161,7 @@ final class Joins {
      * {@code rekey_left} the stream is repartitioned first); dumps the store "table".
      */
     static Built streamTableJoin(final Params p) {
+        final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT);
         final StreamsBuilder builder = new StreamsBuilder();
         final KStream<String, String> stream = maybeRekey(p, stream(builder, "left"));
@@ -172,6 +188,7 @@ final class Joins {
      * GLOBAL_KEY, JOINER)}; dumps the global store "global".
      */
     static Built globalJoin(final Params p) {
+        final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT);
         final StreamsBuilder builder = new StreamsBuilder();
         final KStream<String, String> stream = stream(builder, "left");
@@ -192,6 +209,7 @@ final class Joins {
      * {@code result_caching} only applies with {@code materialized}.
      */
     static Built tableJoin(final Params p) {
+        final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT_OUTER);
         final StreamsBuilder builder = new StreamsBuilder();
         final Long leftHistory = p.optMs("left_versioned", 0);
@@ -235,6 +253,7 @@ final class Joins {
      * {@code result_caching} only applies with {@code materialized}.
      */
     static Built fkJoin(final Params p) {
+        final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT);
         final StreamsBuilder builder = new StreamsBuilder();
         final KTable<String, String> left = table(builder, "left", "left-store", p.bool("left_caching", true));
