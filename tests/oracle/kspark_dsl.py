@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from user_functions import Misbehaving
+
 from kspark import (
     Materialized,
     SessionWindows,
@@ -21,13 +23,14 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "repartition": {"rekey", "name", "partitions", "caching"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
-                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
+                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace",
+                                               "retention"},
                                    "named": {"names"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
                                                 "agg_names"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
                                                  "op_materialized", "op_caching", "op_unnamed",
-                                                 "op_named"}}
+                                                 "op_named", "none_on", "raise_on"}}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -136,7 +139,8 @@ def _timestamp_extractor(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": serdes.Long()}
 
 
-#: the retention of a windowed cogroup's store (the oracle's): nothing expires within a case
+#: the default retention of a windowed cogroup's store (the oracle's): nothing expires within a
+#: case
 WINDOWED_RETENTION = 10_000_000
 
 
@@ -150,7 +154,8 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     windows, grace = p.get("windows", "none"), p.get("grace", 0)
     m = Materialized("store" if p.get("named", True) else None, caching=p.get("caching", True),
                      key_serde=text, value_serde=long,
-                     retention=None if windows == "none" else WINDOWED_RETENTION)
+                     retention=None if windows == "none"
+                     else p.get("retention", WINDOWED_RETENTION))
     # windowed aggregations pass null values on (a plain one drops them)
     cogrouped = (a.cogroup(lambda k, v, agg: agg if v is None else agg + v)
                  .cogroup(b.group_by_key(text, long),
@@ -191,7 +196,9 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     elif op == "filter_not":
         result = table.filter_not(_even, rm, name=name)
     elif op == "map_values":
-        result = table.map_values(lambda v: v * 10, rm, name=name)
+        misbehaving = Misbehaving(p.get("none_on"), p.get("raise_on"))
+        result = table.map_values(lambda v: None if misbehaving.returns_none(v) else v * 10, rm,
+                                  name=name)
     else:
         raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values)")
     result.to_stream(name="n-to-stream" if named else None).to("out", text, long)

@@ -545,6 +545,14 @@ def cogroup_case(draw: st.DrawFn) -> dict:
          "windows": draw(st.sampled_from(["none", "time", "sliding", "session"]))}
     if p["windows"] != "none":
         p["grace"] = draw(grace())
+        # a retention above the minimum (sessions and sliding windows: 1 ms more at least,
+        # README deviation 2), or the default long one; with caching on, sessions and sliding
+        # windows keep the long one (module doc: Kafka's cache serves expired sessions)
+        if p["windows"] == "time" or not p["caching"]:
+            minimum = {"time": 10, "session": 10, "sliding": 20}[p["windows"]] + p["grace"]
+            extra = draw(st.one_of(st.none(), st.integers(1, 50), st.integers(200, 5_000)))
+            if extra is not None:
+                p["retention"] = minimum + extra
     value = st.one_of(st.integers(-5, 20), st.none())
     return {"shape": "cogroup", "params": p,
             "inputs": draw(join_records(("a", "b"), value=value))}
@@ -560,6 +568,8 @@ def table_ops_case(draw: st.DrawFn) -> dict:
          "op_materialized": draw(st.booleans()), "op_caching": draw(st.booleans()),
          "op_unnamed": draw(st.booleans()), "op_named": draw(st.booleans()),
          "store_type": draw(store_type())}
+    if p["operation"] == "map_values":
+        p.update(draw(misbehaving("sum")))
     return {"shape": "table_ops", "params": p, "inputs": draw(records("sum", True))}
 
 

@@ -30,6 +30,7 @@ import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.ValueMapper;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -72,11 +73,11 @@ final class Dsl {
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
-        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
+        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "retention"));
         SHAPES.put("named", Set.of("names"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
-            "op_unnamed", "op_named"));
+            "op_unnamed", "op_named", "none_on", "raise_on"));
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -247,7 +248,7 @@ final class Dsl {
         m = m.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
         if (!windows.equals("none")) {
-            m = m.withRetention(Duration.ofMillis(WINDOWED_RETENTION));
+            m = m.withRetention(Duration.ofMillis(p.ms("retention", WINDOWED_RETENTION, 0)));
         }
         // windowed aggregations pass null values on (a plain one drops them): null adds nothing
         final CogroupedKStream<String, Long> cogrouped = a.<Long>cogroup((k, v, agg) -> v == null ? agg : agg + v)
@@ -323,7 +324,7 @@ final class Dsl {
         return lines;
     }
 
-    /** The retention of a windowed cogroup's store: nothing expires within a case. */
+    /** The default retention of a windowed cogroup's store: nothing expires within a case. */
     static final long WINDOWED_RETENTION = 10_000_000L;
 
     /**
@@ -352,6 +353,8 @@ final class Dsl {
         rm = p.bool("op_caching", true) ? rm.withCachingEnabled() : rm.withCachingDisabled();
         final Predicate<String, Long> even = (k, v) -> v != null && Math.floorMod(v, 2) == 0;
         final Named named = Named.as("n-op");
+        // mapValues' mapper: null on "none_on", failing on "raise_on" (Oracle#misbehaves)
+        final ValueMapper<Long, Long> times10 = v -> Oracle.misbehaves(p, v) ? null : (Long) (v * 10);
         final boolean opNamed = p.bool("op_named", false);
         final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values"))) {
             case "filter" -> opMaterialized ? (opNamed ? table.filter(even, named, rm) : table.filter(even, rm))
@@ -359,8 +362,8 @@ final class Dsl {
             case "filter_not" -> opMaterialized ? (opNamed ? table.filterNot(even, named, rm) : table.filterNot(even, rm))
                 : (opNamed ? table.filterNot(even, named) : table.filterNot(even));
             default -> opMaterialized
-                ? (opNamed ? table.mapValues(v -> v * 10, named, rm) : table.mapValues(v -> v * 10, rm))
-                : (opNamed ? table.mapValues(v -> v * 10, named) : table.mapValues(v -> v * 10));
+                ? (opNamed ? table.mapValues(times10, named, rm) : table.mapValues(times10, rm))
+                : (opNamed ? table.mapValues(times10, named) : table.mapValues(times10));
         };
         (opNamed ? result.toStream(Named.as("n-to-stream")) : result.toStream())
             .to("out", Produced.with(Serdes.String(), Serdes.Long()));
