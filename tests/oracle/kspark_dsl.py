@@ -27,7 +27,7 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                                "retention"},
                                    "named": {"names"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
-                                                "agg_names"},
+                                                "agg_names", "int_key_on"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
                                                  "op_materialized", "op_caching", "op_unnamed",
                                                  "op_named", "none_on", "raise_on"}}
@@ -228,8 +228,10 @@ def _grouping(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     text, long = serdes.String(), serdes.Long()
     stream = builder.stream("in", text, long)
 
-    def key(k: Any, v: Any) -> str | None:
-        return None if v is None else f"{_text(k)}{v % 2}"
+    int_key_on = p.get("int_key_on")  # the value itself as the key: an int, not a str
+
+    def key(k: Any, v: Any) -> Any:
+        return None if v is None else v if v == int_key_on else f"{_text(k)}{v % 2}"
 
     name = p.get("grouped_name")
     grouped = (stream.group_by(key, text, long, name=name) if p.get("by") == "group_by"

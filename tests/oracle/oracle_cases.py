@@ -589,6 +589,8 @@ def grouping_case(draw: st.DrawFn) -> dict:
                          "counts_named": draw(st.booleans()), "agg_names": draw(st.booleans())}
     if draw(st.booleans()):
         p["grouped_name"] = draw(st.sampled_from(["by-parity", "KSTREAM-G-0000000042"]))
+    if draw(st.integers(0, 4)) == 0:  # a key of the wrong type (see table_aggregate_case)
+        p["int_key_on"] = draw(st.integers(-5, 20))
     return {"shape": "grouping", "params": p, "inputs": draw(records("sum", True))}
 
 

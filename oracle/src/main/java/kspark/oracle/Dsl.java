@@ -75,7 +75,7 @@ final class Dsl {
         SHAPES.put("timestamp_extractor", Set.of("grace"));
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "retention"));
         SHAPES.put("named", Set.of("names"));
-        SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
+        SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names", "int_key_on"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
             "op_unnamed", "op_named", "none_on", "raise_on"));
     }
@@ -418,7 +418,12 @@ final class Dsl {
         final String name = Joins.optString(p, "grouped_name");
         final Grouped<String, Long> grouped = name == null ? Grouped.with(Serdes.String(), Serdes.Long())
             : Grouped.<String, Long>as(name).withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
-        final KeyValueMapper<String, Long, String> key = (k, v) -> v == null ? null : k + Math.floorMod(v, 2);
+        // "int_key_on": the value itself as the key, a Long where the repartition topic's key serde
+        // is a String one (its serializer fails)
+        final Long intKeyOn = p.has("int_key_on") ? p.node.get("int_key_on").asLong() : null;
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        final KeyValueMapper<String, Long, String> key = (KeyValueMapper) (KeyValueMapper<String, Long, Object>)
+            (k, v) -> v == null ? null : v.equals(intKeyOn) ? v : k + Math.floorMod(v, 2);
         final KGroupedStream<String, Long> g = p.choice("by", null, Set.of("group_by", "group_by_key")).equals("group_by")
             ? in.groupBy(key, grouped) : in.selectKey(key).groupByKey(grouped);
         final boolean countsNamed = p.bool("counts_named", true);

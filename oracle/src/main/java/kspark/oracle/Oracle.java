@@ -310,8 +310,9 @@ public final class Oracle {
         Collection<String> changelogStores;
         boolean windowedOutput;
 
+        /** The stores whose changelogs are printed, in this order (by name, as kspark's side). */
         Collection<String> changelogStores() {
-            return changelogStores != null ? changelogStores : stores.keySet();
+            return changelogStores != null ? changelogStores : new TreeSet<>(stores.keySet());
         }
     }
 
