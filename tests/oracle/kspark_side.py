@@ -50,7 +50,8 @@ SHAPES: dict[str, set[str]] = {
     "stream_aggregate": {"op", "caching", "suppress", "none_on", "raise_on", "store_named"},
     "table_aggregate": {"op", "groups", "caching", "source_caching", "int_key_on",
                         "store_named"},
-    "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"},
+    "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after",
+                   "caching"},
     **JOIN_SHAPES,
     **DSL_SHAPES,
 }
@@ -291,7 +292,8 @@ def _punctuator(p: Params) -> Built:
     topology.add_source("source", "in", key_serde=serdes.String(), value_serde=serdes.Long())
     topology.add_processor("sum", lambda: SumProcessor(*args), "source")
     topology.add_state_store(Stores.key_value_store("store", key_serde=serdes.String(),
-                                                    value_serde=serdes.Long()), "sum")
+                                                    value_serde=serdes.Long(),
+                                                    caching=p.get("caching", False)), "sum")
     topology.add_sink("sink", "out", "sum", key_serde=serdes.String(), value_serde=serdes.Long())
     return Built(topology, serdes.Long(), serdes.String(), serdes.Long(), {"store": "kv"})
 

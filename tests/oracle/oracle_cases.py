@@ -327,7 +327,7 @@ def punctuator_case(draw: st.DrawFn) -> dict:
     p = {"stream_interval": draw(st.one_of(st.integers(1, 30), st.none())),
          "wall_interval": draw(st.one_of(st.integers(1, 30), st.none())),
          "stream_cancel_after": draw(optional), "wall_cancel_after": draw(optional),
-         "store_type": draw(store_type())}
+         "caching": draw(st.booleans()), "store_type": draw(store_type())}
     inputs: list[dict] = []
     for rec in draw(records("sum", True)):
         if draw(st.integers(0, 3)) == 0:

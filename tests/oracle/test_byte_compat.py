@@ -276,3 +276,17 @@ def test_the_oracle_refuses_what_it_cannot_express(kafka_streams, request_: dict
     with pytest.raises(OracleCaseError) as info:
         kafka_streams.run(request_)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("shape", ["time_window", "sliding"])
+def test_a_deleted_window_is_logged_at_the_records_time(kafka_streams, shape: str) -> None:
+    """Fixed in kspark: a window whose aggregator returns null (a:0 at 0, after the window got
+    timestamp 1) is deleted; Kafka Streams logs the delete with the record's timestamp
+    (``ChangeLoggingTimestampedWindowBytesStore#log``: a null value has no timestamp of its own),
+    kspark logged the window's."""
+    params = {"time_window": {"size": 10}, "sliding": {"diff": 10, "grace": 10}}[shape]
+    case = {"shape": shape, "params": {"op": "sum", "none_on": 0, "caching": False, **params},
+            "inputs": [{"key": "a", "value": 2, "ts": 1}, {"key": "a", "value": 0, "ts": 0}]}
+    kafka, kspark = _both(kafka_streams, case)
+    assert _changelog(kafka)[-1][2:] == (None, 0)
+    assert _changelog(kspark) == _changelog(kafka)

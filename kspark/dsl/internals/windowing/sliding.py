@@ -87,7 +87,8 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase[SlidingWindows]):
         else:
             agg, new_ts = base.value, max(ts, base.timestamp)
         new = self.aggregator(record.key, record.value, agg)
-        self.store.put(record.key, new, start, new_ts)
+        # a delete is logged at the record's time (as time windows, see there)
+        self.store.put(record.key, new, start, ts if new is None else new_ts)
         self.forward_update(Windowed(record.key, window), new, old, new_ts)
 
     def _create_right_window(self, record: Record, content: ValueAndTimestamp) -> None:

@@ -67,7 +67,9 @@ class TimeWindowAggregateProcessor(WindowedAggregateBase[TimeWindows]):
             else:
                 old, base, new_ts = stored.value, stored.value, max(ts, stored.timestamp)
             new = self.aggregator(key, value, base)
-            self.store.put(key, new, window.start, new_ts)
+            # a delete (the aggregator returned None) is logged at the record's time, as Kafka
+            # Streams' ChangeLoggingTimestampedWindowBytesStore#log logs a null value
+            self.store.put(key, new, window.start, ts if new is None else new_ts)
             self.forward_update(Windowed(key, window), new, old, new_ts)
         if pending is not None:
             self.emit_final_results(pending, close)

@@ -120,7 +120,7 @@ public final class Oracle {
         SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
         SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress", "none_on", "raise_on", "store_named"));
         SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on", "store_named"));
-        SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after"));
+        SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after", "caching"));
         SHAPES.putAll(Joins.SHAPES);
         SHAPES.putAll(Dsl.SHAPES);
     }
@@ -1011,8 +1011,8 @@ public final class Oracle {
         topology.addSource("source", Serdes.String().deserializer(), Serdes.Long().deserializer(), "in");
         topology.addProcessor("sum",
             () -> new SumProcessor(streamInterval, wallInterval, streamCancelAfter, wallCancelAfter), "source");
-        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("store"),
-            Serdes.String(), Serdes.Long()), "sum");
+        final var store = Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("store"), Serdes.String(), Serdes.Long());
+        topology.addStateStore(p.bool("caching", false) ? store.withCachingEnabled() : store, "sum");
         topology.addSink("sink", "out", Serdes.String().serializer(), Serdes.Long().serializer(), "sum");
         final Built b = new Built();
         b.topology = topology;
