@@ -6,8 +6,9 @@ The processors and stores come from :mod:`kspark.dsl.internals.windowing` (sessi
 windows). The resulting KTables have
 :class:`~kspark.windows.Windowed` keys; when the grouping's key serde is known, their key serde
 is :class:`~kspark.serdes.SessionWindowed` / :class:`~kspark.serdes.TimeWindowed` of it (window
-size: the time difference for sliding windows), as in Kafka Streams. Records with a null key or
-value are dropped and counted by those processors.
+size: the time difference for sliding windows), as in Kafka Streams. Records with a null key
+(sliding windows: or value) are dropped and counted by those processors; session and time windows
+hand a null value to the aggregator, as Kafka Streams does.
 """
 
 from __future__ import annotations
