@@ -24,7 +24,7 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace",
-                                               "retention"},
+                                               "retention", "none_on", "raise_on"},
                                    "named": {"names"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
                                                 "agg_names", "int_key_on"},
@@ -157,7 +157,9 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
                      retention=None if windows == "none"
                      else p.get("retention", WINDOWED_RETENTION))
     # windowed aggregations pass null values on (a plain one drops them)
-    cogrouped = (a.cogroup(lambda k, v, agg: agg if v is None else agg + v)
+    misbehaving = Misbehaving(p.get("none_on"), p.get("raise_on"))  # stream a's aggregator
+    cogrouped = (a.cogroup(lambda k, v, agg: None if misbehaving.returns_none(v)
+                           else agg if v is None else agg + v)
                  .cogroup(b.group_by_key(text, long),
                           lambda k, v, agg: agg + 1000 if v is None else agg * 2 - v))
     if windows == "none":

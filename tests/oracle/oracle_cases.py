@@ -553,6 +553,7 @@ def cogroup_case(draw: st.DrawFn) -> dict:
             extra = draw(st.one_of(st.none(), st.integers(1, 50), st.integers(200, 5_000)))
             if extra is not None:
                 p["retention"] = minimum + extra
+    p.update(draw(misbehaving("sum")))  # stream a's aggregator
     value = st.one_of(st.integers(-5, 20), st.none())
     return {"shape": "cogroup", "params": p,
             "inputs": draw(join_records(("a", "b"), value=value))}

@@ -73,7 +73,7 @@ final class Dsl {
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
-        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "retention"));
+        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "retention", "none_on", "raise_on"));
         SHAPES.put("named", Set.of("names"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names", "int_key_on"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
@@ -251,7 +251,9 @@ final class Dsl {
             m = m.withRetention(Duration.ofMillis(p.ms("retention", WINDOWED_RETENTION, 0)));
         }
         // windowed aggregations pass null values on (a plain one drops them): null adds nothing
-        final CogroupedKStream<String, Long> cogrouped = a.<Long>cogroup((k, v, agg) -> v == null ? agg : agg + v)
+        // stream a's aggregator returns null on "none_on", fails on "raise_on" (Oracle#misbehaves)
+        final CogroupedKStream<String, Long> cogrouped = a.<Long>cogroup(
+                (k, v, agg) -> Oracle.misbehaves(p, v) ? null : v == null ? agg : (Long) (agg + v))
             .cogroup(b.groupByKey(grouped), (k, v, agg) -> v == null ? agg + 1000 : agg * 2 - v);
         Deserializer<?> keys = new StringDeserializer();
         switch (windows) {
