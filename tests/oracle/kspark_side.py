@@ -49,7 +49,7 @@ SHAPES: dict[str, set[str]] = {
                 "raise_on", "store_named"},
     "stream_aggregate": {"op", "caching", "suppress", "none_on", "raise_on", "store_named"},
     "table_aggregate": {"op", "groups", "caching", "source_caching", "int_key_on",
-                        "store_named"},
+                        "store_named", "none_on", "raise_on"},
     "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after",
                    "caching"},
     **JOIN_SHAPES,
@@ -227,11 +227,12 @@ def _table_aggregate(p: Params) -> Built:
     m = Materialized(_store_name(p), caching=p.get("caching", True), key_serde=serdes.String(),
                      value_serde=serdes.Long())
     if op == "sum":
-        table = grouped.aggregate(zero, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v, m)
+        table = grouped.aggregate(zero, _misbehaving(p).aggregator("sum"),  # the adder
+                                  lambda k, v, agg: agg - v, m)
     elif op == "count":
         table = grouped.count(m)
     elif op == "reduce_sum":
-        table = grouped.reduce(lambda a, b: a + b, lambda a, b: a - b, m)
+        table = grouped.reduce(_misbehaving(p).reducer("reduce_sum"), lambda a, b: a - b, m)
     else:
         raise CaseError(f"unknown op {op!r} for shape 'table_aggregate'")
     table.to_stream().to("out", serdes.String(), serdes.Long())

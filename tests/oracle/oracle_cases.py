@@ -318,6 +318,8 @@ def table_aggregate_case(draw: st.DrawFn) -> dict:
     if draw(st.integers(0, 4)) == 0:  # a value grouped under itself: a key of the wrong type
         p["int_key_on"] = draw(st.integers(-5, 20))
     p.update(draw(store_named()))
+    if p["op"] != "count":  # the adder
+        p.update(draw(misbehaving("sum")))
     return {"shape": "table_aggregate", "params": p, "inputs": draw(records("sum", True))}
 
 

@@ -119,7 +119,7 @@ public final class Oracle {
         SHAPES.put("time_window", Set.of("op", "size", "advance", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
         SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
         SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress", "none_on", "raise_on", "store_named"));
-        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on", "store_named"));
+        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on", "store_named", "none_on", "raise_on"));
         SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after", "caching"));
         SHAPES.putAll(Joins.SHAPES);
         SHAPES.putAll(Dsl.SHAPES);
@@ -910,9 +910,10 @@ public final class Oracle {
             .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
         final KTable<String, Long> table = switch (op) {
-            case "sum" -> grouped.aggregate(() -> 0L, (k, v, agg) -> agg + v, (k, v, agg) -> agg - v, m);
+            // the adder returns null on "none_on", fails on "raise_on" (the subtractor as it is)
+            case "sum" -> grouped.aggregate(() -> 0L, (k, v, agg) -> misbehaves(p, v) ? null : (Long) (agg + v), (k, v, agg) -> agg - v, m);
             case "count" -> grouped.count(m);
-            default -> grouped.reduce((a, b) -> a + b, (a, b) -> a - b, m);
+            default -> grouped.reduce((a, b) -> misbehaves(p, b) ? null : (Long) (a + b), (a, b) -> a - b, m);
         };
         table.toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
         final Built b = new Built();
