@@ -25,6 +25,7 @@ JOIN_SHAPES: dict[str, set[str]] = {
 }
 for _params in JOIN_SHAPES.values():  # the joiner returns None on "none_on", fails on "raise_on"
     _params.update({"none_on", "raise_on"})
+JOIN_SHAPES["global_join"].add("global_caching")
 KINDS = {"inner": "join", "left": "left_join", "outer": "outer_join"}
 
 
@@ -122,7 +123,7 @@ def _global_join(p: Any) -> tuple[Topology, list[str], dict[str, str]]:
     builder = StreamsBuilder()
     stream = builder.stream("left", text, text)
     table = builder.global_table("right", text, text, materialized=Materialized(
-        "global", key_serde=text, value_serde=text))
+        "global", key_serde=text, value_serde=text, caching=p.get("global_caching", True)))
     getattr(stream, KINDS[kind])(table, lambda k, v: _first(v), joiner).to("out", text, text)
     return builder.build(), ["left", "right"], {"global": "kv_ts"}
 

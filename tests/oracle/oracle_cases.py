@@ -446,7 +446,7 @@ def stream_table_join_case(draw: st.DrawFn) -> dict:
 @st.composite
 def global_join_case(draw: st.DrawFn) -> dict:
     p = {"kind": draw(st.sampled_from(["inner", "left"])), "store_type": draw(store_type()),
-         **draw(joiner_misbehaving("abcn"))}
+         "global_caching": draw(st.booleans()), **draw(joiner_misbehaving("abcn"))}
     return {"shape": "global_join", "params": p,
             "inputs": draw(join_records(("left", "right"), value=_selecting_value()))}
 

@@ -69,6 +69,9 @@ final class Joins {
         SHAPES.replaceAll((shape, params) -> {
             final Set<String> all = new TreeSet<>(params);
             all.addAll(Set.of("none_on", "raise_on"));
+            if (shape.equals("global_join")) {
+                all.add("global_caching");
+            }
             return all;
         });
     }
@@ -193,7 +196,7 @@ final class Joins {
         final StreamsBuilder builder = new StreamsBuilder();
         final KStream<String, String> stream = stream(builder, "left");
         final GlobalKTable<String, String> global = builder.globalTable("right",
-            Consumed.with(Serdes.String(), Serdes.String()), stringStore("global", true));
+            Consumed.with(Serdes.String(), Serdes.String()), stringStore("global", p.bool("global_caching", true)));
         final KStream<String, String> result = kind.equals("inner")
             ? stream.join(global, GLOBAL_KEY, JOINER)
             : stream.leftJoin(global, GLOBAL_KEY, JOINER);
