@@ -40,6 +40,7 @@ MODULES: tuple[str, ...] = (
     "kspark.processor.api",
     "kspark.processor.punctuation",
     "kspark.runtime.changelog_entries",
+    "kspark.runtime.commit",
     "kspark.runtime.context",
     "kspark.runtime.forwarding",
     "kspark.runtime.punctuator",
