@@ -114,6 +114,21 @@ class StreamsBuilder(DslGraph):
         self._topology.add_read_only_state_store(store_builder, topic)
         return self
 
+    def add_global_store(self, store_builder: StoreBuilder, topic: str, processor_supplier: Any,
+                         key_serde: Any = None, value_serde: Any = None,
+                         timestamp_extractor: Callable[[Any, int], int] | None = None,
+                         name: str | None = None) -> StreamsBuilder:
+        """A global store (Kafka Streams' ``StreamsBuilder.addGlobalStore``): the processor
+        ``processor_supplier()`` makes gets every record of ``topic`` (all its partitions) and
+        writes the store, which any processor can read by connecting it by name. Nodes
+        ``<name>-source`` and ``<name>`` (``Consumed.as``), else generated; no changelog."""
+        generated_source = self.new_name("KSTREAM-SOURCE-")
+        generated = self.new_name("KTABLE-SOURCE-")
+        self._topology.add_global_store(
+            store_builder, f"{name}-source" if name else generated_source, topic,
+            name or generated, processor_supplier, key_serde, value_serde, timestamp_extractor)
+        return self
+
     def build(self) -> Topology:
         """The topology of everything built so far."""
         return self._topology

@@ -14,7 +14,7 @@ from kspark import (
     Topology,
     serdes,
 )
-from kspark.processor import FixedKeyProcessor, FixedKeyRecord
+from kspark.processor import FixedKeyProcessor, FixedKeyRecord, ValueTransformerWithKey
 
 #: shape -> its parameters (besides the common ones)
 DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
@@ -173,6 +173,16 @@ def _even(k: Any, v: Any) -> bool:
     return v is not None and v % 2 == 0
 
 
+class Tagged(ValueTransformerWithKey):
+    """The oracle's ``Dsl.TAGGED``: a deleted row of key ``a`` becomes -1, a value divisible by
+    3 deletes the row, others get 100 added."""
+
+    def transform(self, key: Any, value: Any) -> Any:
+        if value is None:
+            return -1 if key == "a" else None
+        return None if value % 3 == 0 else value + 100
+
+
 def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     builder = StreamsBuilder()
     text, long = serdes.String(), serdes.Long()
@@ -192,8 +202,11 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
         result = table.filter_not(_even, rm, name=name)
     elif op == "map_values":
         result = table.map_values(lambda v: v * 10, rm, name=name)
+    elif op == "transform_values":
+        result = table.transform_values(Tagged, materialized=rm, name=name)
     else:
-        raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values)")
+        raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values, "
+                         f"transform_values)")
     result.to_stream(name="n-to-stream" if named else None).to("out", text, long)
     return builder.build(), {"in": long}
 

@@ -481,11 +481,13 @@ def cogroup_case(draw: st.DrawFn) -> dict:
 
 @st.composite
 def table_ops_case(draw: st.DrawFn) -> dict:
-    """A table read from its topic or from a stream (``to_table``), named or not, filtered or
-    mapped, the result materialized or not: what each forwards, tombstones included."""
+    """A table read from its topic or from a stream (``to_table``), named or not, filtered,
+    mapped or transformed (``transform_values``), the result materialized or not: what each
+    forwards, tombstones included."""
     p = {"source": draw(st.sampled_from(["table", "to_table"])),
          "source_named": draw(st.booleans()), "caching": draw(st.booleans()),
-         "operation": draw(st.sampled_from(["filter", "filter_not", "map_values"])),
+         "operation": draw(st.sampled_from(["filter", "filter_not", "map_values",
+                                            "transform_values"])),
          "op_materialized": draw(st.booleans()), "op_caching": draw(st.booleans()),
          "op_unnamed": draw(st.booleans()), "op_named": draw(st.booleans()),
          "store_type": draw(store_type())}

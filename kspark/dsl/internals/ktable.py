@@ -17,6 +17,7 @@ from kspark.dsl.internals.graph import (
 )
 from kspark.dsl.internals.joins import builders as joins
 from kspark.dsl.internals.suppress import SuppressProcessor, suppress_store_builder
+from kspark.dsl.internals.table_transform import transform_values, value_serde_of
 from kspark.dsl.internals.table_views import (
     DerivedView,
     OldValues,
@@ -123,6 +124,14 @@ class KTableImpl(KTable):
                    name: str | None = None) -> KTable:
         return self._value_op("KTABLE-MAPVALUES-", p.MapValue(mapper), materialized, False,
                               OldValues(), name)
+
+    def transform_values(self, transformer_supplier: Any, *store_names: str,
+                         materialized: Materialized | str | None = None,
+                         name: str | None = None) -> KTable:
+        m = as_materialized(materialized)
+        node, view, store = transform_values(self._builder, self._node, self.view,
+                                             transformer_supplier, store_names, m, name)
+        return self._derive(node, view, queryable_store=store, value_serde=value_serde_of(m))
 
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None,
                   name: str | None = None) -> KStream:

@@ -33,13 +33,19 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKeySupplier;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.ProcessorContext;
 import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 import java.time.Duration;
@@ -316,11 +322,41 @@ final class Dsl {
                 branches.get("attributed-unclicked").groupByKey().count(Materialized.as("unclicked-counts"))
                     .toStream().to("unclicked-counts");
             }
-            default -> throw new CaseError("unknown topology '" + name + "' (known: join_and_branch, sessions_example)");
+            case "global_stores_and_transform" -> {
+                // tests/oracle/test_describe.py: a named and an unnamed global store, a table's
+                // values transformed (named, materialized), a stream written out
+                builder.addGlobalStore(
+                    Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("prices"), Serdes.String(), Serdes.Long()),
+                    "prices", Consumed.with(Serdes.String(), Serdes.Long()).withName("price-updates"), StoreWriter::new);
+                builder.addGlobalStore(
+                    Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("rates"), Serdes.String(), Serdes.Long()),
+                    "rates", Consumed.with(Serdes.String(), Serdes.Long()), StoreWriter::new);
+                builder.table("accounts", Consumed.with(Serdes.String(), Serdes.Long()))
+                    .transformValues(TAGGED, Materialized.as("tagged"), Named.as("tag"))
+                    .toStream().to("tagged");
+                builder.stream("clicks").to("out");
+            }
+            default -> throw new CaseError("unknown topology '" + name
+                + "' (known: global_stores_and_transform, join_and_branch, sessions_example)");
         }
         final ArrayNode lines = Oracle.NODES.arrayNode();
         lines.addObject().put("kind", "describe").put("text", builder.build().describe().toString());
         return lines;
+    }
+
+    /** A global store's processor: puts each record into the store it keeps. */
+    static final class StoreWriter implements Processor<String, Long, Void, Void> {
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(final org.apache.kafka.streams.processor.api.ProcessorContext<Void, Void> context) {
+            store = context.getStateStore(context.recordMetadata().map(m -> m.topic()).orElse("prices"));
+        }
+
+        @Override
+        public void process(final Record<String, Long> record) {
+            store.put(record.key(), record.value());
+        }
     }
 
     /** The retention of a windowed cogroup's store: nothing expires within a case. */
@@ -329,9 +365,30 @@ final class Dsl {
     /**
      * {@code table("in", Materialized[.as("source")])} (or {@code stream("in").toTable(...)} with
      * {@code source = "to_table"}), then {@code filter(v -> v % 2 == 0)}, {@code filterNot(...)}
-     * or {@code mapValues(v -> v * 10)}, materialized as "result" when asked, then
+     * {@code mapValues(v -> v * 10)} or {@code transformValues(TAGGED)}, materialized as "result" when asked, then
      * {@code toStream().to("out")}: what each forwards, tombstones included.
      */
+    /**
+     * The table_ops shape's value transformer (kspark_dsl.Tagged): a deleted row of key "a"
+     * becomes -1 (deletes reach the transformer), a value divisible by 3 deletes the row, others
+     * get 100 added.
+     */
+    static final ValueTransformerWithKeySupplier<String, Long, Long> TAGGED = () -> new ValueTransformerWithKey<>() {
+        @Override
+        public void init(final ProcessorContext context) { }
+
+        @Override
+        public Long transform(final String key, final Long value) {
+            if (value == null) {
+                return "a".equals(key) ? -1L : null;
+            }
+            return Math.floorMod(value, 3) == 0 ? null : value + 100;
+        }
+
+        @Override
+        public void close() { }
+    };
+
     static Built tableOps(final Params p) {
         final StreamsBuilder builder = new StreamsBuilder();
         final boolean sourceNamed = p.bool("source_named", false);
@@ -353,11 +410,14 @@ final class Dsl {
         final Predicate<String, Long> even = (k, v) -> v != null && Math.floorMod(v, 2) == 0;
         final Named named = Named.as("n-op");
         final boolean opNamed = p.bool("op_named", false);
-        final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values"))) {
+        final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values", "transform_values"))) {
             case "filter" -> opMaterialized ? (opNamed ? table.filter(even, named, rm) : table.filter(even, rm))
                 : (opNamed ? table.filter(even, named) : table.filter(even));
             case "filter_not" -> opMaterialized ? (opNamed ? table.filterNot(even, named, rm) : table.filterNot(even, rm))
                 : (opNamed ? table.filterNot(even, named) : table.filterNot(even));
+            case "transform_values" -> opMaterialized
+                ? (opNamed ? table.transformValues(TAGGED, rm, named) : table.transformValues(TAGGED, rm))
+                : (opNamed ? table.transformValues(TAGGED, named) : table.transformValues(TAGGED));
             default -> opMaterialized
                 ? (opNamed ? table.mapValues(v -> v * 10, named, rm) : table.mapValues(v -> v * 10, rm))
                 : (opNamed ? table.mapValues(v -> v * 10, named) : table.mapValues(v -> v * 10));
