@@ -218,6 +218,7 @@ def run_process(engine: str, cmd: list[str], log_path: str, timeout: float) -> d
                     proc.kill()
             code = proc.wait()
         figures["peak_rss"] = tree.peak_rss
+        figures["peak_pss"] = tree.peak_pss
     if code != 0 or "elapsed" not in figures:
         raise RuntimeError(f"{LABELS[engine]} failed (exit code {code}); log: {log_path}")
     return figures
@@ -246,7 +247,7 @@ def run_kstreams(engine: str, bootstrap: str, counts: str, pages: str, work: str
         app.stop()
     dropped = None if app.dropped is None else app.dropped // 2  # both aggregations count
     return {"elapsed": done - app.created_at, "cpu": tree.cpu_seconds - cpu_at_start,
-            "peak_rss": tree.peak_rss, "dropped": dropped,
+            "peak_rss": tree.peak_rss, "peak_pss": tree.peak_pss, "dropped": dropped,
             "warm_up_s": app.reported.get("warmed-up"),
             "config": f"Kafka Streams 4.3, exactly_once_v2, 2 stream threads, RocksDB, commit "
                       f"every {commit_ms} ms (results are visible at commits: a run shorter "
@@ -385,8 +386,10 @@ def main() -> None:
         ("seconds", {e: f"{r['elapsed']:.1f}" for e, r in results.items()}),
         ("CPU seconds per million records", {e: f"{r['cpu'] / million:.1f}"
                                              for e, r in results.items()}),
-        ("peak memory, all processes (MiB)", {e: f"{r['peak_rss'] / 2**20:,.0f}"
-                                              for e, r in results.items()}),
+        ("peak memory, all processes (PSS, MiB)", {e: f"{r['peak_pss'] / 2**20:,.0f}"
+                                                   for e, r in results.items()}),
+        ("the same as RSS (MiB)", {e: f"{r['peak_rss'] / 2**20:,.0f}"
+                                   for e, r in results.items()}),
         ("warm-up run first (s)", {e: "no" if not r.get("warm_up_s")
                                    else f"{r['warm_up_s']:.1f}" for e, r in results.items()}),
         *[(f"sessions: {k}", {e: f"{r['compare'].get(k, 0):,}" for e, r in results.items()})
