@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from charts import bars
 from kafka_job import PARTITIONS
 from kafka_streams_anchor import prepare_coordinators
 from machine import Steal, load_text
@@ -122,27 +123,6 @@ def check_output(bootstrap: str, counts: str, pages: str) -> dict[str, int]:
     return out
 
 
-def chart(path: str, labels: list[str], results: list[dict[str, Any]], title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (rate, memory) = plt.subplots(1, 2, figsize=(12, 4.5))
-    rates = [r["records"] / r["elapsed"] / 1000 for r in results]
-    peaks = [r["peak_pss"] / 2**30 for r in results]
-    for axis, values, unit in ((rate, rates, "thousand records/s"),
-                               (memory, peaks, "peak memory, all processes (PSS, GiB)")):
-        bars = axis.bar(range(len(values)), values, color="#3b6ea5")
-        axis.bar_label(bars, fmt="%.1f")
-        axis.set_xticks(range(len(values)), labels, fontsize=8)
-        axis.set_ylabel(unit)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    print(f"chart: {path}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=parse_runs, default=parse_runs(DEFAULT_RUNS),
@@ -208,8 +188,12 @@ def main() -> None:
               f"{records / r['elapsed']:>10,.0f} {r['cpu'] / (records / 1e6):>8.1f} "
               f"{r['peak_pss'] / 2**20:>9,.0f}  {r['steal']}")
     if args.chart:
-        chart(args.chart, labels, results,
-              f"kspark, sessions job, Kafka to Kafka ({time.strftime('%Y-%m-%d')}, {commit})")
+        bars(args.chart, f"kspark, the sessions job, Kafka to Kafka ({time.strftime('%Y-%m-%d')}, "
+             f"{commit}, {os.cpu_count()} cores)", labels, [
+                 ("thousand records/s", [r["records"] / r["elapsed"] / 1e3 for r in results],
+                  "%.1f"),
+                 ("peak memory, all processes (PSS, GiB)",
+                  [r["peak_pss"] / 2**30 for r in results], "%.2f")])
     for failure in failures:
         print(f"FAILED: {failure}")
     sys.exit(1 if failures else 0)
