@@ -112,7 +112,7 @@ def stream_stream_join(
     topo = graph.topology
 
     def name(suffix: str, prefix: str) -> str:
-        return f"{sj.name}{suffix}" if sj.name else graph.new_name(prefix)
+        return _named_or_new(graph, sj.name, suffix, prefix)
 
     this_windowed = name("-this-windowed", "KSTREAM-WINDOWED-")
     other_windowed = name("-other-windowed", "KSTREAM-WINDOWED-")
