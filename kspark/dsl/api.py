@@ -113,7 +113,8 @@ class KStream(ABC):
               file: Any = None, name: str | None = None) -> None:
         """Print each record as ``[label]: key, value`` (``[label]: mapper(key, value)``), one
         line each, to ``file`` (standard output by default; on Spark, the executors'). The
-        label defaults to the node's name, ``KSTREAM-PRINTER-<index>``."""
+        label defaults to the printed stream's node name (the printer is
+        ``KSTREAM-PRINTER-<index>``, or ``name``)."""
 
     @abstractmethod
     def to(self, topic: str | Callable[[Any, Any, Any], str], key_serde: Any = None,

@@ -21,16 +21,17 @@ from kspark import (
     serdes,
 )
 from kspark.dsl.api import KGroupedStream, KStream, KTable
+from kspark.processor import FixedKeyProcessor, Processor
 
 PARTS = ("stream_join", "stream_table_join", "global_join", "table_join", "fk_join", "windowed",
-         "cogroup", "table_group", "to_table")
+         "cogroup", "table_group", "to_table", "process")
 TABLE_PARTS = ("stream_table_join", "table_join", "fk_join", "table_group")
 #: every node the shape can name
 NODES = ("source", "filter", "map_values", "select_key", "flat_map_values", "peek", "sink",
          "table", "utable", "global", "stream_join", "stream_table_join", "global_join",
          "table_join", "fk_join", "time_count", "suppress", "sliding_reduce",
          "session_aggregate", "cogroup", "table_group", "table_count", "table_reduce",
-         "to_table")
+         "to_table", "process_values", "process")
 #: every part whose stores the shape can name (``table``, ``global``: the tables' own)
 STORES = ("table", "global", "stream_join", "table_join", "fk_join", "windowed", "cogroup",
           "table_count", "table_reduce", "to_table")
@@ -45,6 +46,26 @@ def _text(value: Any) -> str:
 def joiner(left: Any, right: Any) -> int:
     """``(l, r) -> (l or 0) * 100 + (r or 0)``, as the oracle's."""
     return (left or 0) * 100 + (right or 0)
+
+
+class Forwarding(Processor):
+    """Forwards every record as it is (the oracle's ``NamedShape.Forwarding``)."""
+
+    def init(self, context: Any) -> None:
+        self.context = context
+
+    def process(self, record: Any) -> None:
+        self.context.forward(record)
+
+
+class FixedKeyForwarding(FixedKeyProcessor):
+    """Forwards every record as it is (the oracle's ``NamedShape.FixedKeyForwarding``)."""
+
+    def init(self, context: Any) -> None:
+        self.context = context
+
+    def process(self, record: Any) -> None:
+        self.context.forward(record)
 
 
 class _Named:
@@ -134,6 +155,9 @@ class _Named:
             self.out(grouped.reduce(lambda a, b: a + b, lambda a, b: a - b,
                                     self.kv("table_reduce"), name=name("table_reduce"))
                      .to_stream())
+        if "process" in self.parts:
+            (f.process_values(FixedKeyForwarding, name=name("process_values"))
+             .process(Forwarding, name=name("process")).to("out", text, long))
         if "to_table" in self.parts:
             self.out(f.select_key(lambda k, v: k)
                      .to_table(self.kv("to_table"), name=name("to_table")).to_stream())

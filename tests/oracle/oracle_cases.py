@@ -498,7 +498,7 @@ def table_ops_case(draw: st.DrawFn) -> dict:
 #: Streams' driver processes the records of several internal topics in timestamp order across
 #: them, kspark's in the order they were written, README "Shapes")
 NAMED_REPARTITIONING = ("stream_join", "stream_table_join", "to_table", "table_group", "fk_join")
-NAMED_OTHER_PARTS = ("global_join", "table_join", "windowed", "cogroup")
+NAMED_OTHER_PARTS = ("global_join", "table_join", "windowed", "cogroup", "process")
 
 
 @st.composite

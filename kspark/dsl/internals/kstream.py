@@ -141,7 +141,8 @@ class KStreamImpl(KStream):
     def print(self, label: str | None = None, mapper: Callable[[Any, Any], Any] | None = None,
               file: Any = None, name: str | None = None) -> None:
         name = self._name("KSTREAM-PRINTER-", name)
-        action = PrintAction(name if label is None else label, mapper, file)
+        # the label defaults to the printed stream's node, as Kafka Streams' Printed does
+        action = PrintAction(self._node if label is None else label, mapper, file)
         self._builder.topology.add_processor(name, partial(stateless.ForeachProcessor, action),
                                              self._node)
 

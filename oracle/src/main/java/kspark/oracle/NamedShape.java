@@ -31,6 +31,12 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.NamedInternal;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
@@ -58,7 +64,7 @@ import kspark.oracle.Oracle.Params;
 final class NamedShape {
 
     static final Set<String> PARTS = Set.of("stream_join", "stream_table_join", "global_join", "table_join",
-        "fk_join", "windowed", "cogroup", "table_group", "to_table");
+        "fk_join", "windowed", "cogroup", "table_group", "to_table", "process");
     static final Set<String> TABLE_PARTS = Set.of("stream_table_join", "table_join", "fk_join", "table_group");
     static final String[] KEYS = {"a", "b", "c"};
     /** a retention longer than any case (the caches and stores then expire nothing) */
@@ -194,6 +200,13 @@ final class NamedShape {
             g.count(named("table_count"), kv("table_count")).toStream().to("out", out());
             g.reduce(Long::sum, (a, b) -> a - b, named("table_reduce"), kv("table_reduce")).toStream().to("out", out());
         }
+        if (parts.contains("process")) {
+            // a named process / processValues takes no index, as Kafka Streams' does
+            final KStream<String, Long> values = names.contains("process_values")
+                ? f.processValues(FixedKeyForwarding::new, named("process_values")) : f.processValues(FixedKeyForwarding::new);
+            (names.contains("process") ? values.process(Forwarding::new, named("process"))
+                : values.process(Forwarding::new)).to("out", out());
+        }
         if (parts.contains("to_table")) {
             f.selectKey((k, v) -> k).toTable(named("to_table"), kv("to_table")).toStream().to("out", out());
         }
@@ -260,6 +273,36 @@ final class NamedShape {
         out(g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(10)))
             .aggregate(() -> 0L, (k, v, a) -> a + v, (k, a, b) -> a + b, named("session_aggregate"),
                 session.withRetention(LONG_RETENTION)));
+    }
+
+    /** Forwards every record as it is. */
+    static final class Forwarding implements Processor<String, Long, String, Long> {
+        private ProcessorContext<String, Long> context;
+
+        @Override
+        public void init(final ProcessorContext<String, Long> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(final Record<String, Long> record) {
+            context.forward(record);
+        }
+    }
+
+    /** Forwards every record as it is (a fixed-key processor). */
+    static final class FixedKeyForwarding implements FixedKeyProcessor<String, Long, Long> {
+        private FixedKeyProcessorContext<String, Long> context;
+
+        @Override
+        public void init(final FixedKeyProcessorContext<String, Long> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(final FixedKeyRecord<String, Long> record) {
+            context.forward(record);
+        }
     }
 
     /** A new {@code Produced} (a {@code Produced} is changed by {@code withName}). */
