@@ -30,7 +30,8 @@ TABLE_PARTS = ("stream_table_join", "table_join", "fk_join", "table_group")
 NODES = ("source", "filter", "map_values", "select_key", "flat_map_values", "peek", "sink",
          "table", "utable", "global", "stream_join", "stream_table_join", "global_join",
          "table_join", "fk_join", "time_count", "suppress", "sliding_reduce",
-         "session_aggregate", "cogroup", "table_group", "table_count", "table_reduce",
+         "session_aggregate", "session_count", "cogroup", "cogroup_time", "table_group",
+         "table_count", "table_reduce",
          "to_table", "process_values", "process")
 #: every part whose stores the shape can name (``table``, ``global``: the tables' own)
 STORES = ("table", "global", "stream_join", "table_join", "fk_join", "windowed", "cogroup",
@@ -147,6 +148,10 @@ class _Named:
             (f.group_by_key(text, long).cogroup(lambda k, v, a: a + v)
              .aggregate(lambda: 0, self.kv("cogroup"), name=name("cogroup"))
              .to_stream().to("out", text, long))
+            self._windowed_out(f.group_by_key(text, long).cogroup(lambda k, v, a: a + v)
+                               .windowed_by(TimeWindows.of_size_with_no_grace(10))
+                               .aggregate(lambda: 0, self.window("cogroup_time"),
+                                          name=name("cogroup_time")))
         if "table_group" in self.parts:
             assert t is not None
             grouped = t.group_by(lambda k, v: (f"g{v % 2}", v), text, long,
@@ -192,6 +197,8 @@ class _Named:
         self._windowed_out(g.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10))
                            .aggregate(lambda: 0, lambda k, v, a: a + v, lambda k, a, b: a + b,
                                       self.window("session"), name=name("session_aggregate")))
+        self._windowed_out(g.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10))
+                           .count(self.window("session_count"), name=name("session_count")))
 
     def _windowed_out(self, table: KTable) -> None:
         self.out(table.to_stream().map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v)))

@@ -192,6 +192,9 @@ final class NamedShape {
         if (parts.contains("cogroup")) {
             f.groupByKey(Grouped.with(S, L)).cogroup((String k, Long v, Long a) -> a + v)
                 .aggregate(() -> 0L, named("cogroup"), kv("cogroup")).toStream().to("out", out());
+            out(f.groupByKey(Grouped.with(S, L)).cogroup((String k, Long v, Long a) -> a + v)
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(10)))
+                .aggregate(() -> 0L, named("cogroup_time"), window("cogroup_time")));
         }
         if (parts.contains("table_group")) {
             final Grouped<String, Long> grouped = names.contains("table_group")
@@ -258,7 +261,7 @@ final class NamedShape {
         return left ? u.leftJoin(t, fk, JOINER, tj) : u.join(t, fk, JOINER, tj);
     }
 
-    /** Time-window count (suppressed until the window closes), sliding reduce, session sum. */
+    /** Time-window count (suppressed until the window closes), sliding reduce, session sum and count. */
     private void windowed(final KGroupedStream<String, Long> g) {
         final KTable<Windowed<String>, Long> counts = g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(10)))
             .count(named("time_count"), window("time"));
@@ -267,12 +270,18 @@ final class NamedShape {
             : Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())));
         out(g.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(10)))
             .reduce(Long::sum, named("sliding_reduce"), window("sliding")));
-        final Materialized<String, Long, SessionStore<Bytes, byte[]>> session = stores.contains("windowed")
-            ? Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("s-session").withKeySerde(S).withValueSerde(L)
-            : Materialized.with(S, L);
         out(g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(10)))
             .aggregate(() -> 0L, (k, v, a) -> a + v, (k, a, b) -> a + b, named("session_aggregate"),
-                session.withRetention(LONG_RETENTION)));
+                session("session")));
+        out(g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(10)))
+            .count(named("session_count"), session("session_count")));
+    }
+
+    Materialized<String, Long, SessionStore<Bytes, byte[]>> session(final String store) {
+        final Materialized<String, Long, SessionStore<Bytes, byte[]>> m = stores.contains("windowed")
+            ? Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("s-" + store).withKeySerde(S).withValueSerde(L)
+            : Materialized.with(S, L);
+        return m.withRetention(LONG_RETENTION);
     }
 
     /** Forwards every record as it is. */
