@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark_named import build_named
+
 from kspark import (
     Materialized,
     SessionWindows,
@@ -22,7 +24,8 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
-                                   "named": {"names"},
+                                   "named": {"names", "parts", "kinds", "store_names",
+                                             "rekey_right"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
                                                 "agg_names"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
@@ -211,24 +214,6 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     return builder.build(), {"in": long}
 
 
-def _named(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
-    names = set(p.get("names", []))
-
-    def name(node: str) -> str | None:
-        return f"n-{node}" if node in names else None
-
-    builder = StreamsBuilder()
-    text, long = serdes.String(), serdes.Long()
-    (builder.stream("in", text, long, name=name("source"))
-     .filter(lambda k, v: v is not None, name=name("filter"))
-     .map_values(lambda v: v * 2, name=name("map_values"))
-     .select_key(lambda k, v: f"{_text(k)}!", name=name("select_key"))
-     .flat_map_values(lambda v: [v, v + 1], name=name("flat_map_values"))
-     .peek(lambda k, v: None, name=name("peek"))
-     .to("out", text, long, name=name("sink")))
-    return builder.build(), {"in": long}
-
-
 def _grouping(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     builder = StreamsBuilder()
     text, long = serdes.String(), serdes.Long()
@@ -266,7 +251,7 @@ BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, 
             "timestamp_extractor": (_timestamp_extractor, serdes.Long()),
             "cogroup": (_cogroup, serdes.Long()),
             "table_ops": (_table_ops, serdes.Long()),
-            "named": (_named, serdes.Long()),
+            "named": (build_named, serdes.Long()),
             "grouping": (_grouping, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"},

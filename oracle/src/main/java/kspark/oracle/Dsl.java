@@ -79,7 +79,7 @@ final class Dsl {
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
-        SHAPES.put("named", Set.of("names"));
+        SHAPES.put("named", Set.of("names", "parts", "kinds", "store_names", "rekey_right"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
             "op_unnamed", "op_named"));
@@ -98,7 +98,7 @@ final class Dsl {
             case "timestamp_extractor" -> timestampExtractor(p);
             case "cogroup" -> cogroup(p);
             case "table_ops" -> tableOps(p);
-            case "named" -> named(p);
+            case "named" -> NamedShape.build(p);
             case "grouping" -> grouping(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
@@ -433,34 +433,6 @@ final class Dsl {
         }
         built.changelogStores = new TreeSet<>(built.stores.keySet());  // by name, as kspark's side
         return built;
-    }
-
-    /**
-     * {@code stream("in")}, {@code filter(v != null)}, {@code mapValues(v * 2)},
-     * {@code selectKey(k + "!")}, {@code flatMapValues(v, v + 1)}, {@code peek},
-     * {@code to("out")}: the nodes of {@code names} (of source, filter, map_values, select_key,
-     * flat_map_values, peek, sink) named by {@code Consumed.withName}, {@code Named.as} or
-     * {@code Produced.withName} as {@code "n-<node>"}, the others generated.
-     */
-    static Built named(final Params p) {
-        final Set<String> names = new java.util.HashSet<>();
-        final JsonNode given = p.node.get("names");
-        if (given != null && given.isArray()) {
-            given.forEach(n -> names.add(n.asText()));
-        }
-        final StreamsBuilder builder = new StreamsBuilder();
-        final Consumed<String, Long> consumed = Consumed.with(Serdes.String(), Serdes.Long());
-        KStream<String, Long> s = builder.stream("in", names.contains("source") ? consumed.withName("n-source") : consumed);
-        s = names.contains("filter") ? s.filter((k, v) -> v != null, Named.as("n-filter")) : s.filter((k, v) -> v != null);
-        s = names.contains("map_values") ? s.mapValues(v -> v * 2, Named.as("n-map_values")) : s.mapValues(v -> v * 2);
-        s = names.contains("select_key") ? s.selectKey((k, v) -> k + "!", Named.as("n-select_key"))
-            : s.selectKey((k, v) -> k + "!");
-        s = names.contains("flat_map_values") ? s.flatMapValues(v -> List.of(v, v + 1), Named.as("n-flat_map_values"))
-            : s.flatMapValues(v -> List.of(v, v + 1));
-        s = names.contains("peek") ? s.peek((k, v) -> { }, Named.as("n-peek")) : s.peek((k, v) -> { });
-        final Produced<String, Long> produced = Produced.with(Serdes.String(), Serdes.Long());
-        s.to("out", names.contains("sink") ? produced.withName("n-sink") : produced);
-        return built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
     }
 
     /**
