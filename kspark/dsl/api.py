@@ -290,6 +290,14 @@ class KTable(ABC):
         """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
 
     @abstractmethod
+    def transform_values(self, transformer_supplier: Any, *store_names: str,
+                         materialized: MaterializedLike = None,
+                         name: str | None = None) -> KTable:
+        """Each change's new value (a delete's too) through the ``ValueTransformerWithKey``
+        ``transformer_supplier()`` makes per task, which may use the stores named; kept in a
+        store only when ``materialized`` names one (docs/semantics.md §10.6)."""
+
+    @abstractmethod
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None,
                   name: str | None = None) -> KStream:
         """The stream of updates: each change's new value (``None`` for a delete); with
