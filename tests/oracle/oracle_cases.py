@@ -496,9 +496,9 @@ def table_ops_case(draw: st.DrawFn) -> dict:
     return {"shape": "table_ops", "params": p, "inputs": draw(records("sum", True))}
 
 
-#: parts of the ``named`` shape that write to internal topics: at most one per case (Kafka
-#: Streams' driver processes the records of several internal topics in timestamp order across
-#: them, kspark's in the order they were written, README "Shapes")
+#: parts of the ``named`` shape that write to internal topics (several in one case: both
+#: drivers process the records of several internal topics in the order of Kafka Streams' driver,
+#: kspark.testing.internals.partition_group)
 NAMED_REPARTITIONING = ("stream_join", "stream_table_join", "to_table", "table_group", "fk_join")
 NAMED_OTHER_PARTS = ("global_join", "table_join", "windowed", "cogroup", "process")
 
@@ -510,8 +510,8 @@ def named_case(draw: st.DrawFn) -> dict:
     ``to_table``), every node (``Named``, ``Consumed`` / ``Produced.withName``,
     ``StreamJoined`` / ``Joined.withName``, ``TableJoined.as``, ``Grouped.as``,
     ``Suppressed.withName``) and store named or not."""
-    parts = [part for part in NAMED_OTHER_PARTS if draw(st.integers(0, 2)) == 0]
-    parts += draw(st.sampled_from([[], [], *([part] for part in NAMED_REPARTITIONING)]))
+    parts = [part for part in (*NAMED_OTHER_PARTS, *NAMED_REPARTITIONING)
+             if draw(st.integers(0, 2)) == 0]
     p: dict[str, Any] = {"names": [n for n in NAMED_NODES if draw(st.booleans())],
                          "parts": parts,
                          "store_names": [s for s in NAMED_STORES if draw(st.booleans())],
