@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 #: the columns of the output rows a sink writes, and their Arrow schema
@@ -14,6 +16,27 @@ SINK_SCHEMA = pa.schema(
 )
 
 
+#: the column of each output record's headers that a writer of headers
+#: (:attr:`~kspark.io.location.PartitionWriter.takes_headers`) gets too: the bytes of
+#: :func:`kspark.records.encode_headers`, null for none
+HEADERS_COLUMN = "headers"
+
+
 def sink_rows(table: pa.Table) -> list[tuple[bytes | None, bytes | None, int, int]]:
     """``(key, value, timestamp, partition)`` tuples of an Arrow table of output rows."""
     return list(zip(*(table.column(c).to_pylist() for c in SINK_COLUMNS)))
+
+
+def sink_rows_with_headers(table: pa.Table) -> list[tuple[Any, Any, int, int, Any]]:
+    """``(key, value, timestamp, partition, headers)`` tuples of an Arrow table of output rows
+    (headers: a list of ``(name, bytes or None)`` as a Kafka producer takes them; ``None`` for
+    none, or where the table has no :data:`HEADERS_COLUMN`)."""
+    columns = [table.column(c).to_pylist() for c in SINK_COLUMNS]
+    if HEADERS_COLUMN in table.column_names:
+        from kspark.records import decode_headers
+
+        headers = [None if h is None else list(decode_headers(h))
+                   for h in table.column(HEADERS_COLUMN).to_pylist()]
+    else:
+        headers = [None] * table.num_rows
+    return list(zip(*columns, headers))
