@@ -6,11 +6,12 @@ aggregation, whose results carry the headers of the record that produced them (K
 from __future__ import annotations
 
 import os
+import time
 from collections import defaultdict
 
 import pytest
 from confluent_kafka import Producer
-from kafka_util import BASE_MS, consume, create
+from kafka_util import consume, create
 
 from kspark import Materialized, StreamsBuilder, io, serdes
 from kspark.hashing import kafka_partition
@@ -46,11 +47,12 @@ def topology():
 
 def inputs() -> list[tuple[str, str, int, list]]:
     """Records over six keys: most without headers (whole micro-batches too), some with a
-    header, a repeated header name, a header without a value."""
+    header, a repeated header name, a header without a value. Of yesterday: the broker's
+    retention (7 days) deletes older records at its checks."""
+    base = int(time.time() * 1000) - 86_400_000
     special = {7: [("trace", b"t-7")], 11: [("dup", b"1"), ("dup", b"2")],
                15: [("empty", None), ("trace", b"")], 23: [("trace", b"t-23")]}
-    return [(f"k{i % 6}", f"v{i}", BASE_MS + i * 10, special.get(i, []))
-            for i in range(40)]
+    return [(f"k{i % 6}", f"v{i}", base + i * 10, special.get(i, [])) for i in range(40)]
 
 
 def driver_outputs(records: list[tuple[str, str, int, list]]) -> dict[str, list]:
@@ -79,9 +81,12 @@ def kafka_outputs(bootstrap: str, prefix: str) -> dict[str, list]:
             for topic, (ks, vs) in OUTPUTS.items()}
 
 
-@pytest.mark.parametrize("in_stage", ["true", "false"])
+@pytest.mark.parametrize(("source", "in_stage"),
+                         [("kspark", "true"), ("kspark", "false"), ("spark", "false")])
 def test_headers_flow_from_kafka_through_the_stages_to_kafka_as_on_the_driver(
-        spark, app_dir, bootstrap, topic, in_stage):
+        spark, app_dir, bootstrap, topic, source, in_stage):
+    """Read by the stages' tasks, by a source stage of kspark's own source, and by Spark's
+    Kafka connector."""
     prefix = f"{topic}."
     create(bootstrap, f"{prefix}in", 2)
     records = inputs()
@@ -91,7 +96,8 @@ def test_headers_flow_from_kafka_through_the_stages_to_kafka_as_on_the_driver(
                          partition=kafka_partition(key.encode(), 2), timestamp=ts,
                          headers=headers or None)
     assert producer.flush(30) == 0
-    topics = {"in": io.kafka(bootstrap, f"{prefix}in", max_records_per_trigger=12)}
+    topics = {"in": io.kafka(bootstrap, f"{prefix}in", max_records_per_trigger=12,
+                             source=source)}
     topics.update({t: io.kafka(bootstrap, f"{prefix}{t}") for t in OUTPUTS})
     app = StreamsApp(topology(), f"{prefix}app", topics, spark=spark,
                      config={"spark.kspark.kafka.read.in.stage": in_stage},
