@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -32,11 +33,10 @@ def sink_rows_with_headers(table: pa.Table) -> list[tuple[Any, Any, int, int, An
     (headers: a list of ``(name, bytes or None)`` as a Kafka producer takes them; ``None`` for
     none, or where the table has no :data:`HEADERS_COLUMN`)."""
     columns = [table.column(c).to_pylist() for c in SINK_COLUMNS]
-    if HEADERS_COLUMN in table.column_names:
-        from kspark.records import decode_headers
+    raw = (table.column(HEADERS_COLUMN) if HEADERS_COLUMN in table.column_names else None)
+    if raw is None or raw.null_count == len(raw):
+        return list(zip(*columns, repeat(None)))
+    from kspark.records import decode_headers
 
-        headers = [None if h is None else list(decode_headers(h))
-                   for h in table.column(HEADERS_COLUMN).to_pylist()]
-    else:
-        headers = [None] * table.num_rows
+    headers = [None if h is None else list(decode_headers(h)) for h in raw.to_pylist()]
     return list(zip(*columns, headers))

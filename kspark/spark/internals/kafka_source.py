@@ -345,6 +345,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         ``topic``, read here (in a stage's task); with a ``headers`` column (``HEADERS``) when
         a record has headers."""
         import pyarrow as pa
+        from confluent_kafka import Message
 
         from kspark.records import encode_headers
         from kspark.spark.internals.wire import HEADERS, INPUT_ARROW, repeated
@@ -357,7 +358,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             values += [m.value() for m in chunk]
             offsets += [m.offset() for m in chunk]
             stamps += [m.timestamp()[1] for m in chunk]
-            headers += [m.headers() for m in chunk]
+            headers += map(Message.headers, chunk)
         n = len(offsets)
         arrays = [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
                   repeated(topic, pa.string(), n), repeated(rng.partition, pa.int32(), n),

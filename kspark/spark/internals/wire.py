@@ -317,12 +317,11 @@ def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
         return columns
     keep = np.ones(len(kinds), dtype=bool)
     packed: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
-    headers = columns["headers"]
+    has_headers = np.not_equal(columns["headers"], None)
     for topic in sinks:
         idx = np.flatnonzero(records & (topics == topic))
         keep[idx] = False
-        schema = (_OUTPUT_PACKED if all(h is None for h in headers[idx].tolist())
-                  else _OUTPUT_HEADERS)
+        schema = _OUTPUT_HEADERS if has_headers[idx].any() else _OUTPUT_PACKED
         batch = pa.RecordBatch.from_arrays(
             [pa.array(columns[f.name][idx], f.type) for f in schema], schema=schema)
         first = int(idx[0])
