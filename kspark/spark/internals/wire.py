@@ -317,7 +317,7 @@ def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
         return columns
     keep = np.ones(len(kinds), dtype=bool)
     packed: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
-    has_headers = np.not_equal(columns["headers"], None)
+    has_headers = pd.notna(columns["headers"])
     for topic in sinks:
         idx = np.flatnonzero(records & (topics == topic))
         keep[idx] = False
