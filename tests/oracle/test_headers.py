@@ -1,8 +1,8 @@
 """Record headers against Kafka Streams (docs/semantics.md §1): both test drivers given the
 same inputs with headers (one, none, a repeated name, a null and an empty value) must forward
 the same headers. Aggregations of streams and tables, cached or not, and a repartition carry
-the headers of the record that made each result; windowed aggregations do not yet in kspark
-(pinned with both behaviours)."""
+the headers of the record that made each result, time and sliding windows too; session
+windows do not yet in kspark (pinned with both behaviours)."""
 
 from __future__ import annotations
 
@@ -41,15 +41,43 @@ def test_results_carry_the_headers_of_the_record_that_made_them(kafka_streams, c
     assert record_lines(run_kspark(case)) == expected
 
 
-def test_windowed_results_carry_no_headers_yet(kafka_streams) -> None:
-    """Not yet in kspark (semantics §1): Kafka Streams' time-window aggregation forwards each
-    update with the record's headers; kspark's results have none, and are otherwise equal."""
-    case = {"shape": "time_window", "params": {"op": "sum", "size": 20, "grace": 100,
-                                               "emit": "update", "caching": False,
-                                               "retention": LONG_RETENTION},
-            # a time window's aggregator gets null values (Kafka Streams' sum fails on them)
+def _windowed(shape: str, emit: str, caching: bool) -> dict:
+    params = {"op": "sum", "grace": 15, "emit": emit, "caching": caching,
+              "retention": LONG_RETENTION,
+              "store_type": "rocksdb" if emit == "close" else "in_memory"}
+    params.update({"size": 20, "advance": 10} if shape == "time_window" else {"diff": 15})
+    # a time window's aggregator gets null values (Kafka Streams' sum fails on them)
+    return {"shape": shape, "params": params,
+            "inputs": [{**item, "value": item["value"] or 0} for item in INPUTS]}
+
+
+@pytest.mark.parametrize(("shape", "emit", "caching"), [
+    ("time_window", "update", True), ("time_window", "update", False),
+    ("time_window", "close", False), ("sliding", "update", True), ("sliding", "update", False),
+    ("sliding", "close", False)])
+def test_windowed_results_carry_the_headers_of_the_record_that_made_them(
+        kafka_streams, shape, emit, caching) -> None:
+    """An update has the record's headers (cached: the window's last record's); a final
+    result those of the record that closed its window."""
+    case = _windowed(shape, emit, caching)
+    expected = record_lines(kafka_streams.run(to_oracle(case)))
+    assert sum(bool(r.get("headers")) for r in expected) >= 2
+    assert record_lines(run_kspark(case)) == expected
+
+
+def test_cached_session_results_carry_no_headers_yet(kafka_streams) -> None:
+    """Not yet in kspark (semantics §1): Kafka Streams' session aggregation forwards its
+    updates without headers, but through its cache with those of each session's last record;
+    kspark's have none, and are otherwise equal."""
+    case = {"shape": "session", "params": {"op": "sum", "gap": 5, "grace": 100,
+                                           "emit": "update", "caching": True,
+                                           "retention": LONG_RETENTION},
             "inputs": [{**item, "value": item["value"] or 0} for item in INPUTS]}
     kafka = record_lines(kafka_streams.run(to_oracle(case)))
     kspark = record_lines(run_kspark(case))
     assert any(r.get("headers") for r in kafka) and not any("headers" in r for r in kspark)
     assert [{k: v for k, v in r.items() if k != "headers"} for r in kafka] == kspark
+    uncached = {**case, "params": {**case["params"], "caching": False}}
+    assert not any("headers" in r for r in record_lines(kafka_streams.run(to_oracle(uncached))))
+    assert record_lines(run_kspark(uncached)) == record_lines(
+        kafka_streams.run(to_oracle(uncached)))

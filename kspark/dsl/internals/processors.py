@@ -41,15 +41,43 @@ def drop_null(context: ProcessorContext, record: Record, what: str, detail: str 
     )
 
 
+class FlushHeaders:
+    """With caching, the headers of each store key's last write since the last flush, once a
+    write had any: Kafka Streams' cache keeps each entry's record context and forwards the
+    entry with its headers at the flush (``CachingKeyValueStore.putAndMaybeForward``)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Any, Headers] = {}
+
+    def note(self, key: Any, headers: Headers) -> None:
+        """``key`` (a store key) was written by a record with ``headers``."""
+        if headers or self.pending:
+            self.pending[key] = headers
+
+    def take(self) -> dict[Any, Headers]:
+        """The headers noted since the last call, by store key."""
+        pending, self.pending = self.pending, {}
+        return pending
+
+
 def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False,
-                     old: Any = None) -> Callable[[list[Any]], None]:
+                     old: Any = None, headers: FlushHeaders | None = None
+                     ) -> Callable[[list[Any]], None]:
     """A batched flush listener (``StoreBase.set_flush_listener(..., batched=True)``) that
     forwards each flushed ``(key, new, old, timestamp)`` as ``Record(key, Change(new, old))``
-    with that timestamp (``at_window_end``: with the end of the key's window). With an ``old``
-    flag (:class:`~kspark.dsl.internals.table_views.OldValues`) that is off, ``old`` is sent
-    as ``None``."""
+    with that timestamp (``at_window_end``: with the end of the key's window) and the headers
+    ``headers`` noted for the key (none else). With an ``old`` flag
+    (:class:`~kspark.dsl.internals.table_views.OldValues`) that is off, ``old`` is sent as
+    ``None``."""
 
     def forward(entries: list[tuple[Any, Any, Any, int]]) -> None:
+        if headers is not None and headers.pending:
+            noted, sent = headers.take(), old is None or old.enabled
+            context.forward_all([
+                Record(k, change(new, prior if sent else None),
+                       k.window.end if at_window_end else ts, noted.get(k, ()))
+                for k, new, prior, ts in entries])
+            return
         if old is not None and not old.enabled:
             context.forward_all([Record(k, change(new, None), ts) for k, new, _, ts in entries])
             return
@@ -88,23 +116,9 @@ class TableWriter:
     def __init__(self, context: ProcessorContext, store: Any, old: Any) -> None:
         self.context, self.store, self.old = context, store, old
         self.versioned = isinstance(store, InMemoryVersionedKeyValueStore)
-        self._forward_flushed = change_forwarder(context, old=old)
-        #: with caching: the headers of each key's last write since the last flush, once a
-        #: write had any (Kafka Streams' cache keeps each entry's record context)
-        self.headers: dict[Any, Headers] = {}
-        self.caching = store.set_flush_listener(self._flushed, batched=True)
-
-    def _flushed(self, entries: list[tuple[Any, Any, Any, int]]) -> None:
-        """The flush listener: each flushed change, with its key's headers."""
-        headers = self.headers
-        if not headers:
-            self._forward_flushed(entries)
-            return
-        self.headers = {}
-        sent = self.old.enabled
-        self.context.forward_all([
-            Record(k, change(new, prior if sent else None), ts, headers.get(k, ()))
-            for k, new, prior, ts in entries])
+        self.headers = FlushHeaders()
+        self.caching = store.set_flush_listener(
+            change_forwarder(context, old=old, headers=self.headers), batched=True)
 
     def current(self, key: Any) -> Any:
         """The table's current (latest) value of ``key``."""
@@ -119,8 +133,7 @@ class TableWriter:
         Streams forwards it)."""
         code = self.store.put(key, new, timestamp)
         if self.caching:
-            if headers or self.headers:
-                self.headers[key] = headers
+            self.headers.note(key, headers)
         else:
             sent = old if self.old.enabled else None
             latest = True
