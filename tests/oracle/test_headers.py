@@ -1,8 +1,8 @@
 """Record headers against Kafka Streams (docs/semantics.md §1): both test drivers given the
 same inputs with headers (one, none, a repeated name, a null and an empty value) must forward
 the same headers. Aggregations of streams and tables, cached or not, and a repartition carry
-the headers of the record that made each result, time and sliding windows too; session
-windows do not yet in kspark (pinned with both behaviours)."""
+the headers of the record that made each result, windowed ones too (a session's uncached
+updates none, as in Kafka Streams)."""
 
 from __future__ import annotations
 
@@ -65,19 +65,18 @@ def test_windowed_results_carry_the_headers_of_the_record_that_made_them(
     assert record_lines(run_kspark(case)) == expected
 
 
-def test_cached_session_results_carry_no_headers_yet(kafka_streams) -> None:
-    """Not yet in kspark (semantics §1): Kafka Streams' session aggregation forwards its
-    updates without headers, but through its cache with those of each session's last record;
-    kspark's have none, and are otherwise equal."""
-    case = {"shape": "session", "params": {"op": "sum", "gap": 5, "grace": 100,
-                                           "emit": "update", "caching": True,
-                                           "retention": LONG_RETENTION},
+@pytest.mark.parametrize(("emit", "caching"), [("update", True), ("update", False),
+                                               ("close", False)])
+def test_session_results_carry_headers_as_kafka_streams_forwards_them(
+        kafka_streams, emit, caching) -> None:
+    """Kafka Streams forwards an uncached session update (and the removal of a merged session)
+    without headers, a cached one with those of the record that made it, a final result with
+    those of the record that closed the session."""
+    case = {"shape": "session", "params": {"op": "sum", "gap": 5, "grace": 15, "emit": emit,
+                                           "caching": caching, "retention": LONG_RETENTION,
+                                           "store_type": "rocksdb" if emit == "close"
+                                           else "in_memory"},
             "inputs": [{**item, "value": item["value"] or 0} for item in INPUTS]}
-    kafka = record_lines(kafka_streams.run(to_oracle(case)))
-    kspark = record_lines(run_kspark(case))
-    assert any(r.get("headers") for r in kafka) and not any("headers" in r for r in kspark)
-    assert [{k: v for k, v in r.items() if k != "headers"} for r in kafka] == kspark
-    uncached = {**case, "params": {**case["params"], "caching": False}}
-    assert not any("headers" in r for r in record_lines(kafka_streams.run(to_oracle(uncached))))
-    assert record_lines(run_kspark(uncached)) == record_lines(
-        kafka_streams.run(to_oracle(uncached)))
+    expected = record_lines(kafka_streams.run(to_oracle(case)))
+    assert any(r.get("headers") for r in expected) == (caching or emit == "close")
+    assert record_lines(run_kspark(case)) == expected

@@ -84,6 +84,9 @@ def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False,
         context.forward_all([Record(k, change(new, prior), ts) for k, new, prior, ts in entries])
 
     def forward_at_end(entries: list[tuple[Any, Any, Any, int]]) -> None:
+        if headers is not None and headers.pending:
+            forward(entries)
+            return
         context.forward_all([Record(k, change(new, prior), k.window.end)
                              for k, new, prior, _ in entries])
 
