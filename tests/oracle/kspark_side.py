@@ -412,6 +412,9 @@ def run(case: dict[str, Any], *,
             for rec in out.read_records_to_list():
                 lines.append({"kind": "record", **_key_fields(rec.key), "value": rec.value,
                               "ts": rec.timestamp, "tombstone": rec.value is None})
+                if rec.headers:  # as the oracle: only when some
+                    lines[-1]["headers"] = [[n, None if v is None else v.hex()]
+                                            for n, v in rec.headers]
 
         for item in case.get("inputs") or ():
             if "advance_wall_clock" in item:
@@ -423,7 +426,9 @@ def run(case: dict[str, Any], *,
                 if topic not in inputs:
                     raise CaseError(f"shape {case['shape']!r} reads no topic {topic!r} "
                                     f"(its topics: {sorted(inputs)})")
-                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"])
+                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"],
+                                         headers=[(n, None if v is None else bytes.fromhex(v))
+                                                  for n, v in item.get("headers", ())])
             drain()
         drain()
         if case.get("changelogs"):

@@ -93,7 +93,8 @@ class TableJoinMergeProcessor(MaterializingProcessor):
     def process(self, record: Record) -> None:
         update: Change = record.value
         if self.writer is not None:
-            self.writer.put(record.key, update.new_value, update.old_value, event_time(record))
+            self.writer.put(record.key, update.new_value, update.old_value, event_time(record),
+                            record.headers)
         elif self.old.enabled:
             self.context.forward(record)
         else:

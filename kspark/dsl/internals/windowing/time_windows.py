@@ -68,9 +68,9 @@ class TimeWindowAggregateProcessor(WindowedAggregateBase[TimeWindows]):
                 old, base, new_ts = stored.value, stored.value, max(ts, stored.timestamp)
             new = self.aggregator(key, value, base)
             self.store.put(key, new, window.start, new_ts)
-            self.forward_update(Windowed(key, window), new, old, new_ts)
+            self.forward_update(Windowed(key, window), new, old, new_ts, record.headers)
         if pending is not None:
-            self.emit_final_results(pending, close)
+            self.emit_final_results(pending, close, record.headers)
 
     def _pending_final(self, close: int) -> list[tuple[Windowed, Any, int]] | None:
         """Windows closed since the last emission (``end <= close``), or ``None`` if the close

@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -405,7 +408,8 @@ public final class Oracle {
                         if (key != null) {
                             keys.add(key);
                         }
-                        inputTopic(in, shape, input).pipeInput(key, inputValue(built, input.get("value")), ts.asLong());
+                        inputTopic(in, shape, input).pipeInput(new TestRecord<>(key, inputValue(built, input.get("value")),
+                            inputHeaders(input), ts.asLong()));
                     }
                     drain(out, built, lines);
                 }
@@ -437,6 +441,15 @@ public final class Oracle {
         return in;
     }
 
+    /** An input's "headers" ([[name, hex or null], ...]; none when absent). */
+    static Headers inputHeaders(final JsonNode input) {
+        final RecordHeaders headers = new RecordHeaders();
+        for (final JsonNode h : input.path("headers")) {
+            headers.add(h.get(0).asText(), ByteCompat.unhex(h.get(1)));
+        }
+        return headers;
+    }
+
     static Object inputValue(final Built built, final JsonNode v) {
         if (v == null || v.isNull()) {
             return null;
@@ -461,6 +474,12 @@ public final class Oracle {
             putValue(line, r.value());
             line.put("ts", r.timestamp());
             line.put("tombstone", r.value() == null);
+            if (r.headers().toArray().length > 0) {  // only when some: cases without have none
+                final ArrayNode headers = line.putArray("headers");
+                for (final Header h : r.headers()) {
+                    headers.addArray().add(h.key()).add(ByteCompat.hex(h.value()));
+                }
+            }
         }
     }
 
