@@ -294,6 +294,54 @@ FK_CASES = [c for source, inputs in _FK_TESTS.items()
                               kind=["inner", "left"], materialized=[False, True],
                               left_caching=[False, True])]
 
+# -- KTableKTableForeignKeyJoinIntegrationTest (streams/integration-tests): foreign keys rhs1,
+# rhs2, rhs3 as a, b, c, the first character of the left value; "n" for the extractor's null
+FKI = "KTableKTableForeignKeyJoinIntegrationTest."
+_RHS = [r("a", "rhsValue1", 0, R), r("b", "rhsValue2", 1, R)]
+_FK_INTEGRATION = {
+    "doJoinFromLeftThenDeleteLeftEntity":
+        [*_RHS, r("c", "rhsValue3", 2, R), r("lhs1", "a|lhsValue1", 3, L),
+         r("lhs2", "b|lhsValue2", 4, L), r("lhs3", "a|lhsValue3", 5, L), r("lhs1", None, 6, L)],
+    "doJoinFromLeftThenUpdateFkThenRevertBack":
+        [*_RHS, r("lhs1", "a|lhsValue1", 3, L), r("lhs1", "b|lhsValue1", 5, L),
+         r("lhs1", "a|lhsValue1", 6, L)],
+    "doJoinFromRightThenDeleteRightEntity":
+        [r("lhs1", "a|lhsValue1", 0, L), r("lhs2", "b|lhsValue2", 1, L),
+         r("lhs3", "a|lhsValue3", 2, L), r("a", "rhsValue1", 3, R), r("b", "rhsValue2", 4, R),
+         r("c", "rhsValue3", 5, R), r("a", None, 6, R)],
+    "shouldEmitTombstoneWhenDeletingNonJoiningRecords":
+        [r("lhs1", "a|lhsValue1", 0, L), r("lhs1", None, 1, L), r("lhs1", None, 2, L)],
+    "shouldNotEmitTombstonesWhenDeletingNonExistingRecords": [r("lhs1", None, 0, L)],
+    "joinShouldProduceNullsWhenValueHasNonMatchingForeignKey":
+        [r("lhs1", "a|lhsValue1", 0, L), r("lhs1", "b|lhsValue1", 1, L),
+         r("lhs1", "c|lhsValue1", 2, L), r("a", "rhsValue1", 3, R),
+         r("lhs1", "a|lhsValue1", 4, L), r("lhs1", "b|lhsValue1", 5, L)],
+    "shouldUnsubscribeOldForeignKeyIfLeftSideIsUpdated":
+        [*_RHS, r("lhs1", "a|lhsValue1", 2, L), r("lhs1", "b|lhsValue1", 3, L),
+         r("a", "rhsValue1Delta", 4, R)],
+    "shouldEmitRecordOnNullForeignKeyForLeftJoins": [r("lhs1", "n|lhsValue1", 0, L)],
+    "shouldEmitRecordWhenOldAndNewFkDiffer":
+        [r("lhs1", "a|lhsValue1", 0, L), r("lhs1", "n|returnNull", 0, L)],
+}
+_OUT_OF_ORDER = [
+    r("a", "rhsValue1", 4, R), r("lhs1", "a|lhsValue1", 3, L), r("lhs2", "a|lhsValue2", 5, L),
+    r("lhs2", None, 6, L), r("lhs1", "a|lhsValue1_ooo", 2, L), r("lhs2", "a|lhsValue2_ooo", 2, L),
+    r("lhs1", None, 2, L), r("lhs1", "a|lhsValue1_new", 8, L), r("lhs2", "a|lhsValue2_new", 8, L),
+    r("a", "rhsValue1_ooo", 1, R), r("a", None, 1, R), r("a", "rhsValue1_new", 6, R)]
+FK_CASES += [c for method, inputs in _FK_INTEGRATION.items()
+             for c in variants(FKI + method, "fk_join", inputs,
+                               {"store_type": "in_memory", "result_caching": False},
+                               kind=["inner", "left"], materialized=[False, True],
+                               left_caching=[False, True])]
+FK_CASES += variants(FKI + "shouldIgnoreOutOfOrderRecordsIffVersioned", "fk_join", _OUT_OF_ORDER,
+                     {"result_caching": False}, kind=["inner", "left"],
+                     materialized=[False, True], left_versioned=[None, 5 * 60_000],
+                     right_versioned=[None, 5 * 60_000])
+FK_CASES += [{**c, "changelogs": True} for c in variants(
+    FKI + "shouldIgnoreOutOfOrderRecordsIffVersioned(changelogs)", "fk_join", _OUT_OF_ORDER,
+    {"materialized": True, "result_caching": False, "left_versioned": 5 * 60_000},
+    kind=["inner", "left"])]
+
 #: every ported join case
 JOIN_CASES = (STREAM_JOIN_CASES + STREAM_TABLE_CASES + GLOBAL_CASES + TABLE_JOIN_CASES
               + FK_CASES)
