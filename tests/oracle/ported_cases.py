@@ -64,7 +64,7 @@ def closing(inputs: list[dict[str, Any]], p: dict[str, Any]) -> dict[str, Any]:
     window end + grace), so that the final results show (the tests with emit on window close
     mostly look at the store instead). No further: Kafka Streams' session store would drop the
     segments of sessions that close and expire on one record (README "Deviations")."""
-    span = p.get("gap") or p.get("size") or p.get("diff")
+    span = next(p[n] for n in ("gap", "size", "diff") if n in p)
     last = max(i["ts"] for i in inputs) + span + p.get("grace", 0) + 1
     return r("zz-close", inputs[-1]["value"], last)
 
@@ -128,6 +128,41 @@ SESSION_CASES = [
               [r("dummy", "d", 0), r("OnTime1", "1", 0), r("dummy", "d", 11),
                r("OnTime2", "1", 0), r("dummy", "d", 12), r("Late1", "1", 0)],
               {"gap": 10, "grace": 1}),
+]
+
+# -- KGroupedStreamImplTest: windowed and plain aggregations of a grouped stream -------------
+G = "KGroupedStreamImplTest."
+_SESSIONS = [r("1", "A", 10), r("2", "Z", 15), r("1", "B", 30), r("1", "A", 70),
+             r("1", "B", 100), r("1", "C", 90)]
+GROUPED_CASES = [
+    *windowed(G + "shouldCountSlidingWindows", "sliding",
+              [r(k, v, t) for k, v, t in
+               [("1", "A", 500), ("1", "A", 999), ("1", "A", 600), ("2", "B", 500),
+                ("2", "B", 600), ("2", "B", 700), ("3", "C", 501), ("1", "A", 1000),
+                ("1", "A", 1000), ("2", "B", 1000), ("2", "B", 1000), ("3", "C", 600)]],
+              {"diff": 500, "grace": 2000}),
+    *windowed(G + "shouldCountWindowed", "time_window",
+              [r(k, v, t) for k, v, t in
+               [("1", "A", 0), ("1", "A", 499), ("1", "A", 100), ("2", "B", 0), ("2", "B", 100),
+                ("2", "B", 200), ("3", "C", 1), ("1", "A", 500), ("1", "A", 500),
+                ("2", "B", 500), ("2", "B", 500), ("3", "B", 100)]],
+              {"size": 500, "grace": 100}),
+    *windowed(G + "shouldAggregateSessionWindows", "session", _SESSIONS, {"gap": 30},
+              ops=("concat", "sum")),
+    *windowed(G + "shouldReduceSessionWindows", "session", _SESSIONS, {"gap": 30},
+              ops=("reduce_concat", "count")),
+    # an inactivity gap of 0: only records at the same time share a session
+    *windowed(G + "sessionGapOfZeroShouldOnlyPutRecordsWithSameTsIntoSameSession", "session",
+              seq("1", [10, 11, 11, 12]), {"gap": 0}),
+    *variants(G + "shouldAggregateAndMaterializeResults", "stream_aggregate",
+              [r("1", "A", 5), r("2", "B", 1), r("1", "C", 3), r("1", "D", 10), r("3", "E", 8),
+               r("3", "F", 9), r("3", None, 0)], {"store_type": "in_memory"},
+              op=["concat", "reduce_concat"], caching=[False, True]),
+    *variants(G + "shouldCountAndMaterializeResults", "stream_aggregate",
+              counted([r("1", "A", 5), r("2", "B", 1), r("1", "C", 3), r("1", "D", 10),
+                       r("3", "E", 8), r("3", "F", 9), r("3", None, 0), r(None, "G", 2)]),
+              {"store_type": "in_memory"}, op=["count", "sum", "reduce_max"],
+              caching=[False, True]),
 ]
 
 # -- KStreamWindowAggregateTest --------------------------------------------------------------
@@ -315,5 +350,5 @@ TABLE_OPS_CASES = [
 ]
 
 #: every ported case outside the joins
-CASES = (SESSION_CASES + TIME_WINDOW_CASES + SLIDING_CASES + SUPPRESS_CASES
+CASES = (SESSION_CASES + GROUPED_CASES + TIME_WINDOW_CASES + SLIDING_CASES + SUPPRESS_CASES
          + TABLE_AGGREGATE_CASES + TABLE_OPS_CASES)
