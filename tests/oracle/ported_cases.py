@@ -66,7 +66,7 @@ def closing(inputs: list[dict[str, Any]], p: dict[str, Any]) -> dict[str, Any]:
     segments of sessions that close and expire on one record (README "Deviations")."""
     span = next(p[n] for n in ("gap", "size", "diff") if n in p)
     last = max(i["ts"] for i in inputs) + span + p.get("grace", 0) + 1
-    return r("zz-close", inputs[-1]["value"], last)
+    return r("zz-close", inputs[-1]["value"], last, inputs[-1].get("topic"))
 
 
 def windowed(source: str, shape: str, inputs: list[dict[str, Any]], base: dict[str, Any],

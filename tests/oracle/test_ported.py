@@ -1,8 +1,9 @@
 """Kafka Streams' own unit tests, ported: their input sequences (``ported_cases.py``,
-``ported_join_cases.py``) run through Kafka Streams 4.3.1's ``TopologyTestDriver`` (the
-oracle) and kspark's, compared as ``test_differential.py`` compares its random cases (records
-in order, stores, changelogs where a case asks for them, topology descriptions). One batched
-oracle call per shape; a failure names the Kafka Streams test each differing case came from.
+``ported_join_cases.py``, ``ported_dsl_cases.py``) run through Kafka Streams 4.3.1's
+``TopologyTestDriver`` (the oracle) and kspark's, compared as ``test_differential.py`` compares
+its random cases (records in order, stores, changelogs where a case asks for them, topology
+descriptions). One batched oracle call per shape; a failure names the Kafka Streams test each
+differing case came from.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import pytest
 from kspark_side import run as run_kspark
 from oracle_cases import difference, to_oracle
 from ported_cases import CASES
+from ported_dsl_cases import DSL_CASES
 from ported_join_cases import JOIN_CASES
 
 from oracle import OracleCaseError
 
-ALL = CASES + JOIN_CASES
+ALL = CASES + JOIN_CASES + DSL_CASES
 BY_SHAPE: dict[str, list[dict]] = defaultdict(list)
 for _case in ALL:
     BY_SHAPE[_case["shape"]].append(_case)
@@ -52,4 +54,4 @@ def test_every_ported_case_names_its_source() -> None:
         assert method, case["source"]
     assert {"session", "time_window", "sliding", "stream_aggregate", "table_aggregate",
             "table_ops", "stream_join", "stream_table_join", "global_join", "table_join",
-            "fk_join"} <= set(BY_SHAPE)
+            "fk_join", "cogroup", "branch", "repartition"} <= set(BY_SHAPE)
