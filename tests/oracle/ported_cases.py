@@ -319,8 +319,7 @@ _TABLE_INPUTS = {
 TABLE_AGGREGATE_CASES = [
     c for method, inputs in _TABLE_INPUTS.items()
     for c in variants(TA + method, "table_aggregate", inputs, {"groups": 3},
-                      op=["sum", "count", "reduce_sum"], caching=[False, True],
-                      source_caching=[False, True])
+                      op=["sum", "count", "reduce_sum"], caching=[False, True])
 ]
 
 # -- KTableFilterTest, KTableMapValuesTest: table_ops ----------------------------------------

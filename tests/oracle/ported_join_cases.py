@@ -331,8 +331,7 @@ _OUT_OF_ORDER = [
 FK_CASES += [c for method, inputs in _FK_INTEGRATION.items()
              for c in variants(FKI + method, "fk_join", inputs,
                                {"store_type": "in_memory", "result_caching": False},
-                               kind=["inner", "left"], materialized=[False, True],
-                               left_caching=[False, True])]
+                               kind=["inner", "left"], materialized=[False, True])]
 FK_CASES += variants(FKI + "shouldIgnoreOutOfOrderRecordsIffVersioned", "fk_join", _OUT_OF_ORDER,
                      {"result_caching": False}, kind=["inner", "left"],
                      materialized=[False, True], left_versioned=[None, 5 * 60_000],
@@ -342,6 +341,49 @@ FK_CASES += [{**c, "changelogs": True} for c in variants(
     {"materialized": True, "result_caching": False, "left_versioned": 5 * 60_000},
     kind=["inner", "left"])]
 
+# -- AbstractJoinIntegrationTest (streams/integration-tests): one key, values with nulls, out of
+# order, run through Stream{Stream,Table}JoinIntegrationTest and TableTableJoinIntegrationTest
+AJ = "(AbstractJoinIntegrationTest.input)"
+_AJ = [(L, None, 1), (R, None, 2), (L, "A", 3), (R, "a", 4), (L, "B", 5), (R, "b", 6),
+       (L, None, 7), (R, None, 8), (L, "C", 9), (R, "c", 10), (R, None, 11), (L, None, 12),
+       (R, None, 13), (R, "d", 7), (L, "D", 6), (L, None, 2), (R, None, 3), (R, "e", 14),
+       (L, "E", 15), (L, None, 10), (R, None, 9), (L, "F", 4), (R, "f", 3)]
+_AJ_INPUT = [r("0", v, t, topic) for topic, v, t in _AJ]
+_AJ_IN_ORDER = ([r("0", v, t, topic) for topic, v, t in _AJ[:13]]
+                + [r("0", "d", 14, R), r("0", "D", 15, L), r(None, "E", 16, L),
+                   r(None, "e", 17, R)])
+_HOUR = 3_600_000
+INTEGRATION_CASES = [
+    *stream_join("StreamStreamJoinIntegrationTest.test{Inner,Left,Outer}(inputWithoutOutOfOrderData)",
+                 {"kind": "inner", "diff": 10_000}, _AJ_IN_ORDER, ("inner", "left", "outer")),
+    *stream_join("StreamStreamJoinIntegrationTest.test{Inner,Left,Outer}(input)",
+                 {"kind": "inner", "diff": 10_000, "grace": _HOUR}, _AJ_INPUT,
+                 ("inner", "left", "outer")),
+    *stream_join("StreamStreamJoinIntegrationTest.testSelfJoin",
+                 {"kind": "inner", "diff": 10_000, "self": True},
+                 [r("0", v, t, L) for v, t in [(None, 1), ("A", 2), ("B", 3), (None, 4),
+                                               ("C", 5), (None, 6), ("D", 7)]]),
+    *variants("StreamTableJoinIntegrationTest.test{Inner,Left}" + AJ, "stream_table_join",
+              _AJ_INPUT,
+              {"store_type": "in_memory"}, kind=["inner", "left"], table_caching=[False, True]),
+    *variants("StreamTableJoinWithGraceIntegrationTest.test{Inner,Left}" + AJ,
+              "stream_table_join",
+              _AJ_INPUT, {"versioned": 60_000}, kind=["inner", "left"], grace=[None, 2]),
+    *variants("TableTableJoinIntegrationTest.test{Inner,Left,Outer}" + AJ, "table_join",
+              _AJ_INPUT,
+              {"store_type": "in_memory", "materialized": True},
+              kind=["inner", "left", "outer"], left_caching=[False, True],
+              result_caching=[False, True]),
+    *variants("TableTableJoinIntegrationTest.test{Inner,Left,Outer}" + AJ + "(versioned)",
+              "table_join", _AJ_INPUT,
+              {"materialized": True, "result_caching": False},
+              kind=["inner", "left", "outer"], left_versioned=[None, 60_000],
+              right_versioned=[None, 60_000]),
+    *variants(TT + "(versioned)", "table_join", _TT_INPUTS, {"result_caching": False},
+              kind=["inner", "left", "outer"], materialized=[False, True],
+              left_versioned=[60_000], right_versioned=[None, 60_000]),
+]
+
 #: every ported join case
 JOIN_CASES = (STREAM_JOIN_CASES + STREAM_TABLE_CASES + GLOBAL_CASES + TABLE_JOIN_CASES
-              + FK_CASES)
+              + FK_CASES + INTEGRATION_CASES)
