@@ -318,7 +318,8 @@ _TABLE_INPUTS = {
 }
 TABLE_AGGREGATE_CASES = [
     c for method, inputs in _TABLE_INPUTS.items()
-    for c in variants(TA + method, "table_aggregate", inputs, {"groups": 3},
+    for c in variants(TA + method, "table_aggregate", inputs,
+                      {"groups": 3, "store_type": "in_memory"},
                       op=["sum", "count", "reduce_sum"], caching=[False, True])
 ]
 
@@ -335,15 +336,25 @@ _FILTER_INPUTS = {
                                                 r("A", None, 10), r("B", None, 20)],
     "KTableMapValuesTest.testKTable": [r("A", 1, 5), r("B", 2, 25), r("C", 3, 20),
                                        r("D", 4, 10)],
+    "KTableSourceTest.testKTable": [r("A", 1, 10), r("B", 2, 11), r("C", 3, 12), r("D", 4, 13),
+                                    r("A", None, 14), r("B", None, 15)],
+    # the same value again: skipped as idempotent when newer, kept when out of order
+    "KTableSourceTest.testKTableSourceEmitOnChange": [r("A", 1, 10), r("B", 2, 11),
+                                                      r("A", 1, 12), r("B", 3, 13),
+                                                      r("A", 1, 9)],
+    "KTableSourceTest.testNotSendingOldValue": [r("A", 1, 10), r("B", 1, 20), r("C", 1, 15),
+                                                r("A", 2, 8), r("B", 2, 22), r("A", 3, 12),
+                                                r("A", None, 15), r("B", None, 20)],
     "KTableMapValuesTest.testQueryableKTable": [r("A", 1, 50), r("B", 1, 10), r("C", 1, 30),
                                                 r("A", 2, 25), r("B", 2, 20), r("A", 3, 35),
                                                 r("A", None, 1)],
 }
 TABLE_OPS_CASES = [
     c for source, inputs in _FILTER_INPUTS.items()
-    for c in variants(source, "table_ops", inputs, {"source_named": True},
-                      operation=(["map_values"] if "MapValues" in source
-                                 else ["filter", "filter_not"]),
+    for c in variants(source, "table_ops", inputs,
+                      {"source_named": True, "store_type": "in_memory"},
+                      operation=(["filter", "filter_not"] if "Filter" in source
+                                 else ["map_values"]),
                       source=["table", "to_table"], op_materialized=[False, True],
                       caching=[False, True])
 ]
