@@ -313,14 +313,20 @@ _TABLE_INPUTS = {
     "testCount": [r("A", 0, 10), r("B", 0, 9), r("A", 1, 12), r("C", 2, 15), r("D", 0, 11)],
     "testRemoveOldBeforeAddNew": [r("11", 1, 10), r("12", 2, 8), r("11", None, 12),
                                   r("12", 3, 6)],
+    # the result's timestamp is the latest of the rows it adds and subtracts
+    "KGroupedTableImplTest.assertReduced": [r("A", 1, 10), r("B", 2, 11), r("A", 2, 30),
+                                            r("B", 1, 30), r("A", 5, 50), r("B", 6, 20)],
+    "KGroupedTableImplTest.processData": [r("A", 1, 10), r("B", 1, 50), r("C", 1, 30),
+                                          r("D", 2, 40), r("E", 2, 60)],
+    "KTableReduceTest.shouldAddAndSubtract": [r("A", 1, 10), r("A", 2, 15), r("A", None, 12)],
     "testShouldNotSendTransientStateIfNotUpgrading": [r("1", 0, 8),
                                                        r("1", 0, 9)],
 }
 TABLE_AGGREGATE_CASES = [
     c for method, inputs in _TABLE_INPUTS.items()
-    for c in variants(TA + method, "table_aggregate", inputs,
-                      {"groups": 3, "store_type": "in_memory"},
-                      op=["sum", "count", "reduce_sum"], caching=[False, True])
+    for c in variants(method if "." in method else TA + method, "table_aggregate", inputs,
+                      {"store_type": "in_memory"}, op=["sum", "count", "reduce_sum"],
+                      caching=[False, True], groups=[1, 3])
 ]
 
 # -- KTableFilterTest, KTableMapValuesTest: table_ops ----------------------------------------

@@ -33,7 +33,12 @@ def stream_join(source: str, params: dict[str, Any], inputs: list[dict[str, Any]
     base = {**params, "store_type": "rocksdb" if nulls else "in_memory"}
     kind = base.pop("kind")
     cases = variants(source, "stream_join", inputs, base, kind=list(kinds or (kind,)))
-    return [*cases, {**cases[0], "changelogs": True}]
+    first = cases[0]
+    # and through a repartition topic (left side re-keyed), with a named store, changelogs shown
+    rekeyed = {**first, "changelogs": True,
+               "params": {**first["params"], "store_name": "joined"}
+               | ({} if first["params"].get("self") else {"rekey_left": True})}
+    return [*cases, {**first, "changelogs": True}, rekeyed]
 
 
 def _upper_lower(inner: str, outer: str, t: int) -> list[dict[str, Any]]:
