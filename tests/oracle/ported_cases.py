@@ -82,7 +82,8 @@ def windowed(source: str, shape: str, inputs: list[dict[str, Any]], base: dict[s
     for emit, caching, op in itertools.product(emits, cachings, ops):
         p = {"op": op, **base, "emit": emit, "caching": caching}
         if (caching and emit == "update") or (emit == "close" and shape != "session"):
-            p["retention"] = LONG_RETENTION
+            span = next(p[n] for n in ("gap", "size", "diff") if n in p)
+            p["retention"] = max(LONG_RETENTION, 2 * (span + p.get("grace", 0)))
         p["store_type"] = "rocksdb" if emit == "close" else "in_memory"
         values = inputs if op in ("concat", "reduce_concat") else counted(inputs)
         if close and (emit == "close" or p.get("suppress") == FINAL):
@@ -163,6 +164,27 @@ GROUPED_CASES = [
                        r("3", "E", 8), r("3", "F", 9), r("3", None, 0), r(None, "G", 2)]),
               {"store_type": "in_memory"}, op=["count", "sum", "reduce_max"],
               caching=[False, True]),
+]
+
+# -- KStreamAggregationIntegrationTest (streams/integration-tests): user sessions, a late record;
+# its SessionWindows.with(gap) has the legacy grace of a day
+AG = "KStreamAggregationIntegrationTest."
+
+
+def _user_sessions(gap: int) -> list[dict[str, Any]]:
+    t1, t2, t3 = 3_600_000, 3_600_000 + gap // 2, 3_600_000 + gap + 1
+    t4 = t3 + gap // 2
+    return ([r(k, v, t1) for k, v in [("bob", "start"), ("penny", "start"), ("jo", "pause"),
+                                      ("emily", "pause")]]
+            + [r("emily", "resume", t2), r("bob", "pause", t3), r("penny", "stop", t3),
+               r("bob", "resume", t4), r("jo", "resume", t4), r("jo", "late", t4 - 1)])
+
+
+GROUPED_CASES += [
+    *windowed(AG + "shouldCountSessionWindows", "session", _user_sessions(GAP),
+              {"gap": GAP, "grace": 86_400_000}),
+    *windowed(AG + "shouldReduceSessionWindows", "session", _user_sessions(1000),
+              {"gap": 1000, "grace": 86_400_000}, ops=("reduce_concat", "count")),
 ]
 
 # -- KStreamWindowAggregateTest --------------------------------------------------------------
