@@ -221,6 +221,12 @@ STREAM_TABLE_CASES = [
     *[c for source, inputs in _TABLE_TESTS.items()
       for c in variants(source, "stream_table_join", inputs, {"store_type": "in_memory"},
                         kind=["inner", "left"], table_caching=[False, True])],
+    # shouldReuseRepartitionTopicWithGeneratedName: the stream re-keyed before the join
+    *[c for source, inputs in _TABLE_TESTS.items()
+      for c in variants(source + "(shouldReuseRepartitionTopicWithGeneratedName)",
+                        "stream_table_join", inputs, {"store_type": "in_memory",
+                                                      "rekey_left": True},
+                        kind=["inner", "left"])],
     *[c for source, inputs in _GRACE_TESTS.items()
       for c in variants(source, "stream_table_join", inputs,
                         {"versioned": 5 * 60_000, "grace": 2}, kind=["inner", "left"])],
