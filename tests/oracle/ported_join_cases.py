@@ -41,17 +41,17 @@ def stream_join(source: str, params: dict[str, Any], inputs: list[dict[str, Any]
     return [*cases, {**first, "changelogs": True}, rekeyed]
 
 
-def _upper_lower(inner: str, outer: str, t: int) -> list[dict[str, Any]]:
+def _upper_lower(inner: str, outer: str, t: int, last: int) -> list[dict[str, Any]]:
     """testUpperWindowBound then testLowerWindowBound of the left and outer join tests: records
-    at the window's edges (``t`` + 100 and 100 ms before ``t``, each one ms apart), then a
-    record 300 ms later that closes them."""
+    at the window's edges (``t`` + 100 and 100 ms before ``t``, each one ms apart), each
+    followed by a record that closes them (301 ms, then ``last`` ms later)."""
     out = [r(k, "b" + k, t + i, inner) for i, k in enumerate(KEYS)]
     for n, prefix in enumerate("BCDEF"):
         out += each(outer, prefix, t + 100 + n)
     out.append(r("0", "dummy", t + 104 + 301, outer))
     for n, prefix in enumerate("GHIJK"):
         out += each(outer, prefix, t - 101 + n)
-    out.append(r("0", "dummy", t - 101 + 4 + 300, outer))
+    out.append(r("0", "dummy", t - 101 + 4 + last, outer))
     return out
 
 
@@ -67,6 +67,16 @@ _WINDOWING = (each(L, "A", 0, KEYS[:2]) + each(R, "a", 0, KEYS[:2])
               + each(R, "l", 2000, step=1)
               + [rec for n, p in enumerate("CDEFG") for rec in each(L, p, 2100 + n)]
               + [rec for n, p in enumerate("HIJKL") for rec in each(L, p, 1899 + n)])
+
+
+def _asymmetric(first: int, second: int) -> list[dict[str, Any]]:
+    """The asymmetric windowing tests: A0..A3 at 1000..1003, then the right side's records of
+    every key at five times from ``first`` and five from ``second``, 1 ms apart."""
+    return (each(L, "A", 1000, step=1)
+            + [rec for n, p in enumerate("abcde") for rec in each(R, p, first + n)]
+            + [rec for n, p in enumerate("fghij") for rec in each(R, p, second + n)])
+
+
 _RUN_LEFT = (each(L, "A", 0, KEYS[:2]) + each(R, "a", 0, KEYS[:2]) + each(L, "B", 0, KEYS[:3])
              + each(R, "b", 0) + each(L, "C", 0) + [r("0", "dummy", 1000, L)])
 _EDGES = each(L, "A", 0, KEYS[:2]) + each(R, "a", 0)
@@ -86,9 +96,9 @@ STREAM_JOIN_CASES = [
     *stream_join(J + "testWindowing", {"kind": "inner", "diff": 100}, _WINDOWING,
                  ("inner", "left", "outer")),
     *stream_join(J + "testAsymmetricWindowingAfter", {"kind": "inner", "diff": 0, "after": 100},
-                 _WINDOWING, ("inner", "left", "outer")),
+                 _asymmetric(999, 1100), ("inner", "left", "outer")),
     *stream_join(J + "testAsymmetricWindowingBefore",
-                 {"kind": "inner", "diff": 0, "before": 100}, _WINDOWING,
+                 {"kind": "inner", "diff": 0, "before": 100}, _asymmetric(899, 1000),
                  ("inner", "left", "outer")),
     *stream_join(J + "runJoin", {"kind": "inner", "diff": 100},
                  [r("A", "1", 1, L), r("B", "1", 2, L), r("A", "1", 1, R), r("B", "2", 2, R)]),
@@ -125,7 +135,7 @@ STREAM_JOIN_CASES = [
     *stream_join(LJ + "testGracePeriod", {"kind": "left", "diff": 100, "grace": 10},
                  each(L, "A", 0, KEYS[:2]) + each(R, "a", 101) + [r("0", "dummy", 1201, R)]),
     *stream_join(LJ + "testWindowing", {"kind": "left", "diff": 100},
-                 _EDGES + _upper_lower(R, L, 1000)),
+                 _EDGES + _upper_lower(R, L, 1000, 300)),
     *stream_join(LJ + "shouldNotEmitLeftJoinResultForAsymmetricWindow",
                  {"kind": "left", "diff": 100, "before": 0},
                  [*each(L, "A", 0, KEYS[:2], step=1), r("0", "a0", 100, R),
@@ -164,7 +174,7 @@ STREAM_JOIN_CASES = [
                  each(L, "A", 0, KEYS[:2]) + each(R, "1", 0, KEYS[:2]) + each(L, "B", 0, KEYS[:3])
                  + each(R, "2", 0) + each(L, "C", 0) + [r("0", "dummy", 400, L)]),
     *stream_join(OJ + "testWindowing", {"kind": "outer", "diff": 100},
-                 _EDGES + _upper_lower(R, L, 1000)),
+                 _EDGES + _upper_lower(R, L, 1000, 200)),
     *stream_join(OJ + "testShouldNotEmitLeftJoinResultForAsymmetricBeforeWindow",
                  {"kind": "outer", "diff": 100, "before": 0},
                  [*each(L, "A", 0, KEYS[:2], step=1), r("0", "10", 100, R), r("1", "11", 102, R),
