@@ -1,7 +1,7 @@
 """Cases ported from Kafka Streams 4.3.1's tests of the suppression processor, cogrouped
-aggregations, ``split`` and ``repartition`` (see ``ported_cases.py``). The cogroup shape's
-aggregators are on longs (``agg + v`` for topic ``a``, ``agg * 2 - v`` for ``b``), so the
-tests' string values become longs (``"A"`` 1, ``"B"`` 2, ``"C"`` 3, ``"D"`` 4); the split
+aggregations, ``split``, ``repartition`` and punctuation (see ``ported_cases.py``). The cogroup
+shape's aggregators are on longs (``agg + v`` for topic ``a``, ``agg * 2 - v`` for ``b``), so
+the tests' string values become longs (``"A"`` 1, ``"B"`` 2, ``"C"`` 3, ``"D"`` 4); the split
 shape's predicates read values, so the tests' integer keys are also the values. The session
 windows' grace of a day in SessionWindowedCogroupedKStreamImplTest is 1,000 s here (the shape's
 stores keep 10,000 s).
@@ -137,5 +137,32 @@ REPARTITION_CASES = variants(
     [r("0", 0, 10), r("1", 1, 11)], {"name": "test", "partitions": 2, "store_type": "in_memory"},
     rekey=[False, True], caching=[False, True])
 
+# -- PunctuationQueueTest (processor/internals): a 100 ms schedule, stream time and wall clock -
+PQ = "PunctuationQueueTest."
+_TIMES = [0, 99, 100, 199, 200, 1001, 1002, 1100]
+_OFFSET = [50 + t for t in (0, 49, 50, 149, 150, 1051, 1052, 1150)]
+
+
+def _wall(times: list[int]) -> list[dict[str, Any]]:
+    """The wall clock moved to each of ``times`` (from 0), a record after each move."""
+    out: list[dict[str, Any]] = []
+    now = 0
+    for t in times:
+        out += [{"advance_wall_clock": t - now}, r("k", 1, t)]
+        now = t
+    return out
+
+
+PUNCTUATOR_CASES = [
+    *variants(PQ + "testPunctuationInterval", "punctuator", [r("k", 1, t) for t in _TIMES],
+              {"store_type": "in_memory"}, stream_interval=[100], stream_cancel_after=[None, 1]),
+    *variants(PQ + "testPunctuationIntervalCustomAlignment", "punctuator",
+              [r("k", 1, t) for t in _OFFSET], {"store_type": "in_memory"},
+              stream_interval=[100]),
+    *variants(PQ + "testPunctuationIntervalCancelFromPunctuator", "punctuator", _wall(_TIMES),
+              {"store_type": "in_memory"}, wall_interval=[100], wall_cancel_after=[None, 1]),
+]
+
 #: every ported case of this module
-DSL_CASES = SUPPRESS_PROCESSOR_CASES + COGROUP_CASES + SPLIT_CASES + REPARTITION_CASES
+DSL_CASES = (SUPPRESS_PROCESSOR_CASES + COGROUP_CASES + SPLIT_CASES + REPARTITION_CASES
+             + PUNCTUATOR_CASES)
