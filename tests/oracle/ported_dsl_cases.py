@@ -137,6 +137,13 @@ REPARTITION_CASES = variants(
     [r("0", 0, 10), r("1", 1, 11)], {"name": "test", "partitions": 2, "store_type": "in_memory"},
     rekey=[False, True], caching=[False, True])
 
+# -- KGroupedStreamImplTest through a re-keying grouping (key + value parity), named or not ----
+GROUPING_CASES = variants(
+    "KGroupedStreamImplTest.shouldReduceAndMaterializeResults", "grouping",
+    [r("1", 1, 5), r("2", 2, 1), r("1", 3, 3), r("1", 4, 10), r("3", 5, 8), r("3", 6, 9),
+     r("3", None, 0), r(None, 7, 2)], {"store_type": "in_memory"},
+    by=["group_by", "group_by_key"], grouped_name=[None, "by-parity"], caching=[False, True])
+
 # -- PunctuationQueueTest (processor/internals): a 100 ms schedule, stream time and wall clock -
 PQ = "PunctuationQueueTest."
 _TIMES = [0, 99, 100, 199, 200, 1001, 1002, 1100]
@@ -165,4 +172,4 @@ PUNCTUATOR_CASES = [
 
 #: every ported case of this module
 DSL_CASES = (SUPPRESS_PROCESSOR_CASES + COGROUP_CASES + SPLIT_CASES + REPARTITION_CASES
-             + PUNCTUATOR_CASES)
+             + GROUPING_CASES + PUNCTUATOR_CASES)
