@@ -207,17 +207,28 @@ def _stream(prefix: str, n: int = 4) -> list[dict[str, Any]]:
 
 
 def _table(prefix: str, n: int = 4, ts: int = 0) -> list[dict[str, Any]]:
+    """pushToTableNonRandom: key i at ``ts``."""
     return each(R, prefix, ts, KEYS[:n])
 
 
-_TABLE_UPDATES = (_stream("X", 2) + _table("Y", 2, 7) + _stream("X") + _table("YY", 4, 3)
-                  + _stream("X") + _table("YYY", 4, 11))
+#: pushToTable's random timestamps below Integer.MAX_VALUE, drawn once
+_RANDOM_TS = [1_804_289_383, 846_930_886, 1_681_692_777, 1_714_636_915]
+
+
+def _random_table(prefix: str, n: int = 4, shift: int = 0) -> list[dict[str, Any]]:
+    """pushToTable: key i at a random time (here fixed; ``shift`` moves them)."""
+    return [r(k, prefix + k, _RANDOM_TS[(i + shift) % 4], R) for i, k in enumerate(KEYS[:n])]
+
+
+_TABLE_UPDATES = (_stream("X", 2) + _random_table("Y", 2) + _stream("X")
+                  + _random_table("YY", 4, 1) + _stream("X") + _random_table("YYY", 4, 2))
 _TABLE_TESTS = {
     KT + "shouldNotJoinWithEmptyTableOnStreamUpdates": _stream("X", 2),
     KT + "shouldNotJoinOnTableUpdates": _TABLE_UPDATES,
-    KT + "shouldJoinOnlyIfMatchFoundOnStreamUpdates": _table("Y", 2, 5) + _stream("X"),
+    KT + "shouldJoinOnlyIfMatchFoundOnStreamUpdates": _random_table("Y", 2) + _stream("X"),
     KT + "shouldClearTableEntryOnNullValueUpdates":
-        _table("Y") + _stream("X") + [r(k, None, 0, R) for k in KEYS[:2]] + _stream("XX"),
+        _random_table("Y") + _stream("X") + [r(k, None, 0, R) for k in KEYS[:2]]
+        + _stream("XX"),
     KT + "shouldLogAndMeterWhenSkippingNullLeftKey": [*_table("Y"), r(None, "A", 0, L)],
     KT + "shouldLogAndMeterWhenSkippingNullLeftValue": [*_table("Y"), r("1", None, 0, L)],
 }
