@@ -23,7 +23,8 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "repartition": {"rekey", "name", "partitions", "caching"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
-                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace"},
+                                   "cogroup": {"rekey_b", "named", "caching", "windows", "grace",
+                                               "size"},
                                    "named": {"names", "parts", "kinds", "store_names",
                                              "rekey_right"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
@@ -151,6 +152,7 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     if p.get("rekey_b", False):
         b = b.select_key(lambda k, v: k)
     windows, grace = p.get("windows", "none"), p.get("grace", 0)
+    size = p.get("size", 10)  # window size, time difference or inactivity gap
     m = Materialized("store" if p.get("named", True) else None, caching=p.get("caching", True),
                      key_serde=text, value_serde=long,
                      retention=None if windows == "none" else WINDOWED_RETENTION)
@@ -161,14 +163,14 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     if windows == "none":
         cogrouped.aggregate(lambda: 0, m).to_stream().to("out", text, long)
     elif windows == "session":
-        (cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, grace))
+        (cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(size, grace))
          .aggregate(lambda: 0, lambda k, x, y: x + y, m)
          .to_stream().to("out", serdes.SessionWindowed(text), long))
     else:
-        w = (TimeWindows.of_size_and_grace(10, grace) if windows == "time"
-             else SlidingWindows.of_time_difference_and_grace(10, grace))
+        w = (TimeWindows.of_size_and_grace(size, grace) if windows == "time"
+             else SlidingWindows.of_time_difference_and_grace(size, grace))
         (cogrouped.windowed_by(w).aggregate(lambda: 0, m)
-         .to_stream().to("out", serdes.TimeWindowed(text, 10), long))
+         .to_stream().to("out", serdes.TimeWindowed(text, size), long))
     return builder.build(), {"a": long, "b": long}
 
 
@@ -239,7 +241,7 @@ def out_key_serde(shape: str, p: Any) -> serdes.Serde:
     """The key serde of "out" for a DSL shape."""
     windows = p.get("windows", "none") if shape == "cogroup" else "none"
     if shape == "timestamp_extractor" or windows in ("time", "sliding"):
-        return serdes.TimeWindowed(serdes.String(), 10)
+        return serdes.TimeWindowed(serdes.String(), p.get("size", 10))
     if windows == "session":
         return serdes.SessionWindowed(serdes.String())
     return serdes.String()

@@ -19,7 +19,8 @@ JOIN_SHAPES: dict[str, set[str]] = {
     "global_join": {"kind"},
     "table_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching",
                    "left_versioned", "right_versioned"},
-    "fk_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching"},
+    "fk_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching",
+                "left_versioned", "right_versioned"},
 }
 KINDS = {"inner": "join", "left": "left_join", "outer": "outer_join"}
 

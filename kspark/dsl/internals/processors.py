@@ -60,6 +60,17 @@ class FlushHeaders:
         return pending
 
 
+def drop_not_latest(context: ProcessorContext, record: Record, detail: str) -> bool:
+    """Count ``record`` in ``dropped-records`` and return true if it is a versioned table's
+    update older than the table's latest value (``Change.is_latest`` false), which joins and
+    re-groupings skip (Kafka Streams' KIP-914)."""
+    if record.value.is_latest:
+        return False
+    context.record_dropped("not-latest", f"skipped an update of key {record.key!r:.80} older "
+                           f"than the table's latest value {detail}")
+    return True
+
+
 def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False,
                      old: Any = None, headers: FlushHeaders | None = None
                      ) -> Callable[[list[Any]], None]:
@@ -299,10 +310,7 @@ class TableRepartitionMapProcessor(Processor):
 
     def process(self, record: Record) -> None:
         update: Change = record.value
-        if not update.is_latest:  # a versioned table's update older than its latest value
-            self.context.record_dropped(
-                "not-latest", f"skipped an update older than the table's latest value "
-                f"({_where(self.context, record)})")
+        if drop_not_latest(self.context, record, f"({_where(self.context, record)})"):
             return
         old = self._select(record, update.old_value, count=False)
         new = self._select(record, update.new_value, count=True)

@@ -78,7 +78,7 @@ final class Dsl {
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
-        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace"));
+        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "size"));
         SHAPES.put("named", Set.of("names", "parts", "kinds", "store_names", "rekey_right"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
@@ -249,6 +249,7 @@ final class Dsl {
         final boolean named = p.bool("named", true);
         final String windows = p.choice("windows", "none", Set.of("none", "time", "sliding", "session"));
         final long grace = p.ms("grace", 0L, 0);
+        final long size = p.ms("size", 10L, 1); // window size, time difference or inactivity gap
         Materialized m = named ? Materialized.as("store") : Materialized.with(Serdes.String(), Serdes.Long());
         m = m.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
@@ -263,19 +264,19 @@ final class Dsl {
             case "none" -> cogrouped.aggregate(() -> 0L, m)
                 .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
             case "session" -> {
-                cogrouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                cogrouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace)))
                     .aggregate(() -> 0L, (k, x, y) -> x + y, m)
                     .toStream().to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
                 keys = new SessionWindowedDeserializer<>(new StringDeserializer());
             }
             default -> {
                 final KTable<Windowed<String>, Long> table = windows.equals("time")
-                    ? cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                    ? cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace)))
                         .aggregate(() -> 0L, m)
-                    : cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                    : cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace)))
                         .aggregate(() -> 0L, m);
-                table.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), Serdes.Long()));
-                keys = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
+                table.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, size), Serdes.Long()));
+                keys = new TimeWindowedDeserializer<>(new StringDeserializer(), size);
             }
         }
         final Built built = built(builder, List.of("a", "b"), keys, new LongDeserializer());

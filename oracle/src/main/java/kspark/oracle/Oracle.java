@@ -704,7 +704,7 @@ public final class Oracle {
     @SuppressWarnings({"unchecked", "rawtypes"})
     static Built session(final Params p) {
         final String op = p.choice("op", null, VALUE_OPS);
-        final long gap = p.ms("gap", null, 1);
+        final long gap = p.ms("gap", null, 0);
         final long grace = p.ms("grace", 0L, 0);
         final SessionWindows windows = grace == 0
             ? SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(gap))
