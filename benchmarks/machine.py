@@ -125,17 +125,41 @@ def _python_descendants(root: int) -> list[tuple[int, int]]:
     return out
 
 
+def _memory(pid: int) -> tuple[int, int]:
+    """``(resident, proportional)`` bytes of ``pid``: its RSS, and its PSS (each page it shares
+    with other processes counted as its share; ``/proc/<pid>/smaps_rollup``, else its RSS)."""
+    rss = pss = None
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if rss is None:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS"))
+    return rss, rss if pss is None else pss
+
+
 class ProcessTree(_Sampler):
-    """CPU seconds and peak resident memory of a process and all its descendants (an engine:
-    its JVMs, Python workers, ...), sampled from ``/proc`` every ``interval`` seconds in a
-    thread while open. A process's CPU time counts as last sampled (a process that lives less
-    than ``interval`` may be missed; one that exits loses at most its last interval)."""
+    """CPU seconds and peak memory of a process and all its descendants (an engine: its JVMs,
+    Python workers, ...), sampled from ``/proc`` every ``interval`` seconds in a thread while
+    open. A process's CPU time counts as last sampled (a process that lives less than
+    ``interval`` may be missed; one that exits loses at most its last interval). Memory is the
+    peak of the processes' sum at one sample: ``peak_pss`` of their proportional set sizes
+    (the memory the tree uses: pages that forked workers share with their parent counted once),
+    ``peak_rss`` of their resident sizes (which counts such pages in every process)."""
 
     def __init__(self, root: int, interval: float = 0.1) -> None:
         super().__init__(interval)
         self.root = root
         self.cpu: dict[int, float] = {}
         self.peak_rss = 0
+        self.peak_pss = 0
         self._tick = os.sysconf("SC_CLK_TCK")
 
     def sample(self) -> None:
@@ -156,16 +180,17 @@ class ProcessTree(_Sampler):
             below = {pid for pid, (parent, _) in stats.items() if parent in tree} - tree
             grew = bool(below)
             tree |= below
-        rss = 0
+        rss = pss = 0
         for pid in tree:
             self.cpu[pid] = max(self.cpu.get(pid, 0.0), stats[pid][1])
             try:
-                with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-                    rss += next(int(line.split()[1]) * 1024 for line in f
-                                if line.startswith("VmRSS"))
+                resident, proportional = _memory(pid)
             except (OSError, StopIteration, ValueError):
                 continue
+            rss += resident
+            pss += proportional
         self.peak_rss = max(self.peak_rss, rss)
+        self.peak_pss = max(self.peak_pss, pss)
 
     @property
     def cpu_seconds(self) -> float:

@@ -39,7 +39,11 @@ engines' semantics differ (how late records and session bounds are decided); the
 counted and printed with the reason.
 
     .venv/bin/python benchmarks/peers.py --records 1000000 --warm-up 200000
-    .venv/bin/python benchmarks/peers.py --engines kspark,spark --records 200000
+    .venv/bin/python benchmarks/peers.py --engines kspark,spark --records 200000 --chart peers.png
+
+``--chart`` writes a PNG of each engine's records/s, CPU seconds per million records and peak
+memory (the ``plot`` extra: matplotlib). Memory is the peak of the engine's processes' PSS
+together (``machine.ProcessTree``); the RSS is printed beside it.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from charts import bars
 from kafka_job import PARTITIONS, send, side_by_side
 from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
 from machine import ProcessTree, Steal, load_text
@@ -218,6 +223,7 @@ def run_process(engine: str, cmd: list[str], log_path: str, timeout: float) -> d
                     proc.kill()
             code = proc.wait()
         figures["peak_rss"] = tree.peak_rss
+        figures["peak_pss"] = tree.peak_pss
     if code != 0 or "elapsed" not in figures:
         raise RuntimeError(f"{LABELS[engine]} failed (exit code {code}); log: {log_path}")
     return figures
@@ -246,7 +252,7 @@ def run_kstreams(engine: str, bootstrap: str, counts: str, pages: str, work: str
         app.stop()
     dropped = None if app.dropped is None else app.dropped // 2  # both aggregations count
     return {"elapsed": done - app.created_at, "cpu": tree.cpu_seconds - cpu_at_start,
-            "peak_rss": tree.peak_rss, "dropped": dropped,
+            "peak_rss": tree.peak_rss, "peak_pss": tree.peak_pss, "dropped": dropped,
             "warm_up_s": app.reported.get("warmed-up"),
             "config": f"Kafka Streams 4.3, exactly_once_v2, 2 stream threads, RocksDB, commit "
                       f"every {commit_ms} ms (results are visible at commits: a run shorter "
@@ -330,6 +336,7 @@ def main() -> None:
         ENVS, "jars", "flink-sql-connector-kafka-5.0.0-2.2.jar"))
     parser.add_argument("--quix-python", default=os.path.join(ENVS, "quix", "bin", "python"))
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--chart", help="write a PNG of records/s, CPU and memory per engine")
     args = parser.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     unknown = set(engines) - LABELS.keys()
@@ -385,8 +392,10 @@ def main() -> None:
         ("seconds", {e: f"{r['elapsed']:.1f}" for e, r in results.items()}),
         ("CPU seconds per million records", {e: f"{r['cpu'] / million:.1f}"
                                              for e, r in results.items()}),
-        ("peak memory, all processes (MiB)", {e: f"{r['peak_rss'] / 2**20:,.0f}"
-                                              for e, r in results.items()}),
+        ("peak memory, all processes (PSS, MiB)", {e: f"{r['peak_pss'] / 2**20:,.0f}"
+                                                   for e, r in results.items()}),
+        ("the same as RSS (MiB)", {e: f"{r['peak_rss'] / 2**20:,.0f}"
+                                   for e, r in results.items()}),
         ("warm-up run first (s)", {e: "no" if not r.get("warm_up_s")
                                    else f"{r['warm_up_s']:.1f}" for e, r in results.items()}),
         *[(f"sessions: {k}", {e: f"{r['compare'].get(k, 0):,}" for e, r in results.items()})
@@ -396,6 +405,18 @@ def main() -> None:
                                  for e, r in results.items()}),
         ("CPU steal", {e: r["steal"] for e, r in results.items()}),
     ], shown, LABELS)
+    if args.chart:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=HERE).stdout.strip() or "?"
+        bars(args.chart, f"the sessions job, {len(clicks):,} clicks, {args.users:,} users, Kafka "
+             f"to Kafka ({time.strftime('%Y-%m-%d')}, {commit}, {os.cpu_count()} cores)",
+             [LABELS[e].replace(" ", "\n", 1) for e in shown], [
+                 ("thousand records/s", [len(clicks) / results[e]["elapsed"] / 1e3
+                                         for e in shown], "%.1f"),
+                 ("CPU seconds per million records", [results[e]["cpu"] / million
+                                                      for e in shown], "%.1f"),
+                 ("peak memory, all processes (PSS, GiB)", [results[e]["peak_pss"] / 2**30
+                                                            for e in shown], "%.2f")])
     for engine in shown:
         if engine in WHY:
             print(f"  {LABELS[engine]}: {WHY[engine]}")

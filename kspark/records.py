@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, NamedTuple
 
@@ -57,6 +58,46 @@ def to_headers(headers: Any) -> Headers:
         if isinstance(value, str):
             value = value.encode()
         out.append((str(name), value))
+    return tuple(out)
+
+
+_COUNT = struct.Struct(">i")
+
+
+def encode_headers(headers: Headers) -> bytes:
+    """``headers`` as bytes (how they cross Spark between kspark's stages): per header its
+    name's UTF-8 length and bytes, then its value's length (-1: ``None``) and bytes."""
+    pack = _COUNT.pack
+    parts: list[bytes] = []
+    for name, value in headers:
+        encoded = name.encode()
+        parts.append(pack(len(encoded)))
+        parts.append(encoded)
+        if value is None:
+            parts.append(pack(-1))
+        else:
+            parts.append(pack(len(value)))
+            parts.append(bytes(value))
+    return b"".join(parts)
+
+
+def decode_headers(data: bytes) -> Headers:
+    """The headers of :func:`encode_headers`' bytes."""
+    unpack = _COUNT.unpack_from
+    out: list[tuple[str, bytes | None]] = []
+    pos = 0
+    end = len(data)
+    while pos < end:
+        size: int = unpack(data, pos)[0]
+        name = data[pos + 4:pos + 4 + size].decode()
+        pos += 4 + size
+        size = unpack(data, pos)[0]
+        pos += 4
+        if size < 0:
+            out.append((name, None))
+        else:
+            out.append((name, bytes(data[pos:pos + size])))
+            pos += size
     return tuple(out)
 
 

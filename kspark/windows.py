@@ -144,18 +144,18 @@ class SessionWindows:
         return reduce_frozen(self)
 
     def __post_init__(self) -> None:
-        if self.inactivity_gap_ms <= 0:
-            raise ValueError(f"inactivity gap must be > 0 ms, got {self.inactivity_gap_ms}")
+        if self.inactivity_gap_ms < 0:  # 0: only records at the same time share a session
+            raise ValueError(f"inactivity gap must be >= 0 ms, got {self.inactivity_gap_ms}")
         if self.grace_ms < 0:
             raise ValueError(f"grace must be >= 0 ms, got {self.grace_ms}")
 
     @classmethod
     def of_inactivity_gap_with_no_grace(cls, gap: Duration) -> SessionWindows:
-        return cls(_positive(gap, "inactivity gap"), 0)
+        return cls(_non_negative(gap, "inactivity gap"), 0)
 
     @classmethod
     def of_inactivity_gap_and_grace(cls, gap: Duration, grace: Duration) -> SessionWindows:
-        return cls(_positive(gap, "inactivity gap"), _non_negative(grace, "grace"))
+        return cls(_non_negative(gap, "inactivity gap"), _non_negative(grace, "grace"))
 
     @property
     def default_retention_ms(self) -> int:

@@ -39,13 +39,17 @@ def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id
 def main() -> None:
     options = protocol.parser()
     options.add_argument("--master", default="local[2]")
+    options.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                         help="a Spark setting over kspark's local session's")
     args = options.parse_args()
-    conf = kspark_spark_conf()
+    extra = dict(setting.split("=", 1) for setting in args.conf)
+    conf = {**kspark_spark_conf(), **extra}
     print(f"config: kspark, Spark {args.master}, RocksDB state with changelog checkpointing, "
           f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
-          f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}", flush=True)
+          f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}"
+          + "".join(f", {k}={v}" for k, v in extra.items()), flush=True)
     work = tempfile.mkdtemp(prefix="peers-kspark-")
-    spark = local_spark(args.master)
+    spark = local_spark(args.master, extra)
     app, elapsed, warm_up_s = protocol.measure(
         args, lambda source, counts, pages, tag: run(
             spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work))

@@ -14,7 +14,18 @@ from typing import Any, overload
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
 from kspark.dsl.suppressed import Suppressed
-from kspark.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from kspark.dsl.windowed_api import (  # re-exported: the DSL's public types live here
+    CogroupedKStream,
+    SessionWindowedCogroupedKStream,
+    SessionWindowedKStream,
+    TimeWindowedCogroupedKStream,
+    TimeWindowedKStream,
+)
+from kspark.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+
+__all__ = ["BranchedKStream", "CogroupedKStream", "GlobalKTable", "KGroupedStream",
+           "KGroupedTable", "KStream", "KTable", "SessionWindowedCogroupedKStream",
+           "SessionWindowedKStream", "TimeWindowedCogroupedKStream", "TimeWindowedKStream"]
 
 MaterializedLike = Materialized | str | None
 
@@ -99,10 +110,11 @@ class KStream(ABC):
 
     @abstractmethod
     def print(self, label: str | None = None, mapper: Callable[[Any, Any], Any] | None = None,
-              file: Any = None) -> None:
+              file: Any = None, name: str | None = None) -> None:
         """Print each record as ``[label]: key, value`` (``[label]: mapper(key, value)``), one
         line each, to ``file`` (standard output by default; on Spark, the executors'). The
-        label defaults to the node's name, ``KSTREAM-PRINTER-<index>``."""
+        label defaults to the printed stream's node name (the printer is
+        ``KSTREAM-PRINTER-<index>``, or ``name``)."""
 
     @abstractmethod
     def to(self, topic: str | Callable[[Any, Any, Any], str], key_serde: Any = None,
@@ -142,9 +154,11 @@ class KStream(ABC):
         """Group by ``selector(key, value)``; always goes through a repartition topic."""
 
     @abstractmethod
-    def to_table(self, materialized: MaterializedLike = None) -> KTable:
+    def to_table(self, materialized: MaterializedLike = None, name: str | None = None
+                 ) -> KTable:
         """The stream read as upserts into a table (``None`` values delete; null keys are
-        dropped and counted). Repartitions first if the key may have changed."""
+        dropped and counted). Repartitions first if the key may have changed (through
+        ``<name>-repartition`` with a ``name``)."""
 
     # -- joins (docs/semantics.md §9) -----------------------------------------------------------
     @overload
@@ -157,7 +171,7 @@ class KStream(ABC):
 
     @overload
     def join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
-             joiner: Callable[[Any, Any], Any]) -> KStream: ...
+             joiner: Callable[[Any, Any], Any], name: str | None = None) -> KStream: ...
 
     @abstractmethod
     def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
@@ -168,8 +182,12 @@ class KStream(ABC):
           ``joiner(value, other_value)`` at the later of the two timestamps;
         - a ``KTable``: ``join(table, joiner, joined=None)``, each record joins the table's
           value of its key (none: no result);
-        - a ``GlobalKTable``: ``join(global_table, key_selector, joiner)``, each record joins
-          the table's value of ``key_selector(key, value)``.
+        - a ``GlobalKTable``: ``join(global_table, key_selector, joiner, name=None)``, each
+          record joins the table's value of ``key_selector(key, value)``.
+
+        Names as Kafka Streams': ``StreamJoined.with_name`` / ``with_store_name``,
+        ``Joined.with_name`` and ``name=`` (``Named``) name the join's nodes, stores and
+        repartition topics.
 
         Records with a null key or value are dropped and counted. A side whose key may have
         changed is repartitioned first."""
@@ -185,7 +203,7 @@ class KStream(ABC):
 
     @overload
     def left_join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
-                  joiner: Callable[[Any, Any], Any]) -> KStream: ...
+                  joiner: Callable[[Any, Any], Any], name: str | None = None) -> KStream: ...
 
     @abstractmethod
     def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
@@ -272,6 +290,14 @@ class KTable(ABC):
         """Each row's value as ``mapper(value)`` (applied to new and old values alike)."""
 
     @abstractmethod
+    def transform_values(self, transformer_supplier: Any, *store_names: str,
+                         materialized: MaterializedLike = None,
+                         name: str | None = None) -> KTable:
+        """Each change's new value (a delete's too) through the ``ValueTransformerWithKey``
+        ``transformer_supplier()`` makes per task, which may use the stores named; kept in a
+        store only when ``materialized`` names one (docs/semantics.md §10.6)."""
+
+    @abstractmethod
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None,
                   name: str | None = None) -> KStream:
         """The stream of updates: each change's new value (``None`` for a delete); with
@@ -280,30 +306,36 @@ class KTable(ABC):
 
     @abstractmethod
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
-                 value_serde: Any = None) -> KGroupedTable:
+                 value_serde: Any = None, name: str | None = None) -> KGroupedTable:
         """Re-group rows by ``selector(key, value) -> (group_key, group_value)``; the
-        aggregation reads the re-keyed changes from a repartition topic."""
+        aggregation reads the re-keyed changes from a repartition topic (``<name>-repartition``
+        with a ``name``, Kafka Streams' ``Grouped.as``, which also names the selector)."""
 
     # -- joins (docs/semantics.md §9.4, §9.5) --------------------------------------------------
     @abstractmethod
     def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
              materialized: MaterializedLike = None, *,
-             foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+             foreign_key_extractor: Callable[[Any], Any] | None = None,
+             name: str | None = None) -> KTable:
         """The table of ``joiner(value, other_value)`` for every key both tables hold, kept
         current as either changes (deletes included). With ``foreign_key_extractor``, each row
         joins the row of ``other`` whose key is ``foreign_key_extractor(value)``; the result
-        is keyed by this table's key."""
+        is keyed by this table's key. ``name=`` names the join's nodes as Kafka Streams'
+        ``Named`` (on the primary key: ``<name>`` merges ``<name>-join-this`` and
+        ``<name>-join-other``) or ``TableJoined.as`` (on a foreign key: ``<name>-result``,
+        ``<name>-subscription-registration-topic``, ``<name>-subscription-store``, ...)."""
 
     @abstractmethod
     def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
                   materialized: MaterializedLike = None, *,
-                  foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+                  foreign_key_extractor: Callable[[Any], Any] | None = None,
+                  name: str | None = None) -> KTable:
         """As :meth:`join`, and every row of this table without a partner gives
         ``joiner(value, None)``."""
 
     @abstractmethod
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
-                   materialized: MaterializedLike = None) -> KTable:
+                   materialized: MaterializedLike = None, *, name: str | None = None) -> KTable:
         """As :meth:`left_join`, and every row of ``other`` without a partner gives
         ``joiner(None, other_value)``."""
 
@@ -361,53 +393,7 @@ class KGroupedStream(ABC):
         ``aggregator(key, value, agg)``, kept in one store."""
 
 
-class CogroupedKStream(ABC):
-    """Grouped streams that update one aggregate (:meth:`KGroupedStream.cogroup`)."""
 
-    @abstractmethod
-    def cogroup(self, grouped: KGroupedStream,
-                aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
-        """Add ``grouped`` with its ``aggregator(key, value, agg)``; returns this cogroup."""
-
-    @abstractmethod
-    def aggregate(self, initializer: Callable[[], Any],
-                  materialized: MaterializedLike = None) -> KTable:
-        """Per key: each record of any of the grouped streams updates the one aggregate with
-        its stream's aggregator, from ``initializer()``. Null keys and values are dropped and
-        counted."""
-
-    @overload
-    def windowed_by(self, windows: SessionWindows) -> SessionWindowedCogroupedKStream: ...
-
-    @overload
-    def windowed_by(self, windows: TimeWindows | SlidingWindows
-                    ) -> TimeWindowedCogroupedKStream: ...
-
-    @abstractmethod
-    def windowed_by(
-        self, windows: SessionWindows | TimeWindows | SlidingWindows
-    ) -> SessionWindowedCogroupedKStream | TimeWindowedCogroupedKStream:
-        """The cogroup aggregated per key and window (results on every update)."""
-
-
-class TimeWindowedCogroupedKStream(ABC):
-    """A cogroup windowed by time or sliding windows."""
-
-    @abstractmethod
-    def aggregate(self, initializer: Callable[[], Any],
-                  materialized: MaterializedLike = None) -> KTable:
-        """Per key and window: each stream's aggregator from ``initializer()``, one store."""
-
-
-class SessionWindowedCogroupedKStream(ABC):
-    """A cogroup windowed into sessions."""
-
-    @abstractmethod
-    def aggregate(self, initializer: Callable[[], Any],
-                  merger: Callable[[Any, Any, Any], Any],
-                  materialized: MaterializedLike = None) -> KTable:
-        """Per key and session: each stream's aggregator from ``initializer()``; sessions a
-        record joins combine with ``merger(key, agg1, agg2)``."""
 
 
 class KGroupedTable(ABC):
@@ -421,75 +407,22 @@ class KGroupedTable(ABC):
         """Name of the topology node whose records this grouping aggregates."""
 
     @abstractmethod
-    def count(self, materialized: MaterializedLike = None) -> KTable:
-        """The number of rows per group key."""
+    def count(self, materialized: MaterializedLike = None, name: str | None = None) -> KTable:
+        """The number of rows per group key. ``name=`` names the aggregation's node and its
+        repartition topic's sink and source (``<name>-sink``, ``<name>-source``), here and in
+        ``reduce`` and ``aggregate``."""
 
     @abstractmethod
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
-               materialized: MaterializedLike = None) -> KTable:
+               materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Per group key: the first value as is, then ``adder(agg, value)`` for each added
         row and ``subtractor(agg, value)`` for each removed one."""
 
     @abstractmethod
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
                   subtractor: Callable[[Any, Any, Any], Any],
-                  materialized: MaterializedLike = None) -> KTable:
+                  materialized: MaterializedLike = None, name: str | None = None) -> KTable:
         """Per group key: ``subtractor(key, old_value, agg)`` for each removed row, then
         ``adder(key, new_value, agg)`` for each added one, from ``initializer()`` when
         nothing is stored for the key."""
 
-
-class SessionWindowedKStream(ABC):
-    """A grouped stream windowed into sessions (docs/semantics.md §2). Results are keyed by
-    :class:`~kspark.windows.Windowed` keys (serde :class:`~kspark.serdes.SessionWindowed` of
-    the grouping's key serde, when known)."""
-
-    @abstractmethod
-    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
-        """When results are forwarded: on every update (default) or once per window when it
-        closes. Returns this windowed stream."""
-
-    @abstractmethod
-    def count(self, materialized: MaterializedLike = None) -> KTable:
-        """The number of records per key and session."""
-
-    @abstractmethod
-    def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: MaterializedLike = None) -> KTable:
-        """Per key and session: the first value, then ``reducer(agg, value)``; merged sessions
-        combine with ``reducer(agg1, agg2)``."""
-
-    @abstractmethod
-    def aggregate(self, initializer: Callable[[], Any],
-                  aggregator: Callable[[Any, Any, Any], Any],
-                  merger: Callable[[Any, Any, Any], Any],
-                  materialized: MaterializedLike = None) -> KTable:
-        """Per key and session: ``aggregator(key, value, agg)`` from ``initializer()``;
-        sessions joined by a record combine with ``merger(key, agg1, agg2)``."""
-
-
-class TimeWindowedKStream(ABC):
-    """A grouped stream windowed by tumbling/hopping :class:`~kspark.windows.TimeWindows` or
-    by :class:`~kspark.windows.SlidingWindows` (docs/semantics.md §3). Results are keyed by
-    :class:`~kspark.windows.Windowed` keys (serde :class:`~kspark.serdes.TimeWindowed` of the
-    grouping's key serde, when known; window size: the time difference for sliding windows)."""
-
-    @abstractmethod
-    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
-        """When results are forwarded: on every update (default) or once per window when it
-        closes. Returns this windowed stream."""
-
-    @abstractmethod
-    def count(self, materialized: MaterializedLike = None) -> KTable:
-        """The number of records per key and window."""
-
-    @abstractmethod
-    def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: MaterializedLike = None) -> KTable:
-        """Per key and window: the first value, then ``reducer(agg, value)``."""
-
-    @abstractmethod
-    def aggregate(self, initializer: Callable[[], Any],
-                  aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: MaterializedLike = None) -> KTable:
-        """Per key and window: ``aggregator(key, value, agg)`` from ``initializer()``."""

@@ -69,15 +69,16 @@ class StreamsBuilder(DslGraph):
 
     def table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
               materialized: Materialized | str | None = None,
-              timestamp_extractor: Callable[[Any, int], int] | None = None) -> KTable:
+              timestamp_extractor: Callable[[Any, int], int] | None = None,
+              name: str | None = None) -> KTable:
         """A KTable of ``topic`` read as upserts (a ``None`` value deletes its key). With a
         store name it is kept in that key-value store (caching and logging per
         ``materialized``, both on by default); without one only once an operator needs its
-        values (a join, ``group_by``), as Kafka Streams materializes it."""
+        values (a join, ``group_by``), as Kafka Streams materializes it. ``name`` (Kafka
+        Streams' ``Consumed.as``) names the table's node and its source ``<name>-source``."""
         m = as_materialized(materialized)
         store = store_name_for(self, m, f"{topic}-")
-        source = self.new_name("KSTREAM-SOURCE-")
-        name = self.new_name("KTABLE-SOURCE-")
+        source, name = self._table_source_names(name)
         self._topology.add_source(source, topic, key_serde, value_serde, timestamp_extractor)
         view = self.table_source(name, source, store, m)
         return KTableImpl(self, name, view, queryable_store=store if _named(m) else None,
@@ -86,20 +87,31 @@ class StreamsBuilder(DslGraph):
 
     def global_table(self, topic: str, key_serde: Any = None, value_serde: Any = None,
                      materialized: Materialized | str | None = None,
-                     timestamp_extractor: Callable[[Any, int], int] | None = None
-                     ) -> GlobalKTable:
+                     timestamp_extractor: Callable[[Any, int], int] | None = None,
+                     name: str | None = None) -> GlobalKTable:
         """A GlobalKTable of ``topic``: every task that joins it keeps the whole table (all of
         ``topic``'s partitions, whatever its partition count), updated before the task's own
-        records of each micro-batch (docs/semantics.md §9.3). Its store keeps no changelog."""
+        records of each micro-batch (docs/semantics.md §9.3). Its store keeps no changelog.
+        ``name`` names its nodes as in :meth:`table`."""
         m = as_materialized(materialized)
         store = store_name_for(self, m, f"{topic}-")
-        source = self.new_name("KSTREAM-SOURCE-")
-        name = self.new_name("KTABLE-SOURCE-")
+        source, name = self._table_source_names(name)
         self._topology.add_global_store(
             key_value_store_builder(store, m), source, topic, name,
             partial(TableSourceProcessor, store, OldValues(), OldValues(True)),
             key_serde, value_serde, timestamp_extractor)
         return GlobalKTableImpl(store, _named(m))
+
+    def _table_source_names(self, name: str | None) -> tuple[str, str]:
+        """A table's source node and table node: ``<name>-source`` and ``name``, or generated
+        (the indexes are taken either way, as Kafka Streams takes them)."""
+        source = self.new_name("KSTREAM-SOURCE-")
+        node = self.new_name("KTABLE-SOURCE-")
+        if name is None:
+            return source, node
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a table's name must be a non-empty string, got {name!r}")
+        return f"{name}-source", name
 
     def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
         """Add a store for :meth:`KStream.process` to connect by name."""
@@ -112,6 +124,21 @@ class StreamsBuilder(DslGraph):
         connect it by name with :meth:`KStream.process`. See
         :meth:`Topology.add_read_only_state_store`."""
         self._topology.add_read_only_state_store(store_builder, topic)
+        return self
+
+    def add_global_store(self, store_builder: StoreBuilder, topic: str, processor_supplier: Any,
+                         key_serde: Any = None, value_serde: Any = None,
+                         timestamp_extractor: Callable[[Any, int], int] | None = None,
+                         name: str | None = None) -> StreamsBuilder:
+        """A global store (Kafka Streams' ``StreamsBuilder.addGlobalStore``): the processor
+        ``processor_supplier()`` makes gets every record of ``topic`` (all its partitions) and
+        writes the store, which any processor can read by connecting it by name. Nodes
+        ``<name>-source`` and ``<name>`` (``Consumed.as``), else generated; no changelog."""
+        generated_source = self.new_name("KSTREAM-SOURCE-")
+        generated = self.new_name("KTABLE-SOURCE-")
+        self._topology.add_global_store(
+            store_builder, f"{name}-source" if name else generated_source, topic,
+            name or generated, processor_supplier, key_serde, value_serde, timestamp_extractor)
         return self
 
     def build(self) -> Topology:
@@ -139,18 +166,20 @@ class StreamsBuilder(DslGraph):
                                   result_key_serde, repartition_name)
 
     def new_grouped_table(self, node: str, key_serde: Serde | None,
-                          value_serde: Serde | None) -> KGroupedTable:
-        return KGroupedTableImpl(self, node, key_serde, value_serde)
+                          value_serde: Serde | None,
+                          repartition_name: str | None = None) -> KGroupedTable:
+        return KGroupedTableImpl(self, node, key_serde, value_serde, repartition_name)
 
     def stream_table_join(self, stream: KStream, table: KTable | GlobalKTable, kind: str,
                           args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
         assert isinstance(stream, KStreamImpl)
         side = stream.side
         if isinstance(table, GlobalKTableImpl):
-            key_selector, joiner = arguments(f"{kind} join with a global table", args, kwargs,
-                                             ("key_selector", "joiner"), required=2)
+            key_selector, joiner, name = arguments(
+                f"{kind} join with a global table", args, kwargs,
+                ("key_selector", "joiner", "name"), required=2)
             node = joins.stream_table_join(self, side, table.getter(), None, joiner, kind,
-                                           key_selector=key_selector)
+                                           Joined(name=name), key_selector=key_selector)
             return KStreamImpl(self, node, side.key_serde, None, side.repartition_required)
         if not isinstance(table, KTableImpl) or table.graph is not self:
             raise ValueError("a join needs a KTable of the same StreamsBuilder")
@@ -165,14 +194,14 @@ class StreamsBuilder(DslGraph):
     def foreign_key_join(self, table: KTable, other: KTable,
                          foreign_key_extractor: Callable[[Any], Any],
                          joiner: Callable[[Any, Any], Any], kind: str,
-                         materialized: Materialized | None) -> KTable:
+                         materialized: Materialized | None, name: str | None = None) -> KTable:
         assert isinstance(table, KTableImpl) and isinstance(other, KTableImpl)
         tables = joins.ForeignKeyTables(
             joins.TableSide(table.node_name, table.view),
             joins.TableSide(other.node_name, other.view),
             table.key_serde, table.value_serde, other.key_serde, other.value_serde)
         node, view = joins.foreign_key_join(self, tables, foreign_key_extractor, joiner, kind,
-                                            materialized)
+                                            materialized, name)
         value_serde = None if materialized is None else optional_serde(materialized.value_serde)
         return KTableImpl(self, node, view,
                           queryable_store=materialized.name if materialized else None,

@@ -44,7 +44,10 @@ class StreamJoined:
         return replace(self, store_name=store_name)
 
     def with_name(self, name: str) -> StreamJoined:
-        """Name the join's processors and repartition topics (Kafka Streams' ``withName``)."""
+        """Name the join's processors (``<name>-this-windowed``, ``<name>-this-join``, ...,
+        ``<name>-merge``) and repartition topics (``<name>-left-repartition``,
+        ``<name>-right-repartition``), as Kafka Streams' ``StreamJoined.withName``; the stores
+        keep generated names unless :meth:`with_store_name` names them."""
         return replace(self, name=name)
 
     def with_logging_disabled(self) -> StreamJoined:
@@ -88,4 +91,6 @@ class Joined:
         return replace(self, grace=grace)
 
     def with_name(self, name: str) -> Joined:
+        """Name the join's node ``name``, its repartition topic ``<name>-repartition`` and its
+        grace buffer ``<name>-Buffer`` (Kafka Streams' ``Joined.withName``)."""
         return replace(self, name=name)

@@ -15,12 +15,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from kspark.io.location import PartitionWriter
-from kspark.io.schema import sink_rows
+from kspark.io.schema import sink_rows_with_headers
 from kspark.kafka.sink import TransactionalWriter
 
 
 class KafkaPartitionWriter(PartitionWriter):
-    """Writes the sink topics of one application on one Kafka cluster from the executors."""
+    """Writes the sink topics of one application on one Kafka cluster from the executors,
+    with the records' headers."""
+
+    takes_headers = True
 
     def __init__(self, bootstrap_servers: str, application_id: str,
                  config: dict[str, Any]) -> None:
@@ -68,7 +71,7 @@ class KafkaPartitionWriter(PartitionWriter):
         writer = self._writer(partition) if opened is None else opened.result()
         try:
             count = writer.write(run, batch_id, {
-                self.names[topic]: sink_rows(table) for topic, table in tables.items()
+                self.names[topic]: sink_rows_with_headers(table) for topic, table in tables.items()
             })
         finally:
             writer.close()

@@ -39,13 +39,17 @@ class PartitionWriter(ABC):
     each task its own partition of the batch, once (it is pickled to the executors). Topics
     that share a writer object are written together: one Kafka transaction per task."""
 
+    #: whether :meth:`write`'s tables have the records' headers too (column
+    #: :data:`~kspark.io.schema.HEADERS_COLUMN`)
+    takes_headers: bool = False
+
     @abstractmethod
     def write(self, batch_id: int, run: str, partition: int, tables: Mapping[str, Any]
               ) -> dict[str, int]:
         """In an executor: write Spark partition ``partition``'s records of batch ``batch_id``
         of query run ``run`` (``tables``: topic -> non-empty Arrow table of key, value,
-        timestamp and partition). A replayed partition must not be written twice. Returns
-        counters for the application's metrics."""
+        timestamp and partition, and headers with :attr:`takes_headers`). A replayed partition
+        must not be written twice. Returns counters for the application's metrics."""
 
     def begin(self, batch_id: int, run: str, partition: int) -> None:  # noqa: B027 (optional hook)
         """In an executor, when the task of ``partition`` starts and before its records are

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,10 +239,22 @@ def ensure_topics(
                         f"cannot create Kafka topic {name!r} on {bootstrap_servers}: "
                         f"{exc.args[0].str()}"
                     ) from exc
-        counts.update(partition_counts(bootstrap_servers, [s.name for s in missing], config,
-                                       needed=needed))
+        counts.update(_created_counts(bootstrap_servers, [s.name for s in missing], config,
+                                      needed))
     _verify(admin, bootstrap_servers, specs, counts, config or {})
     return created
+
+
+def _created_counts(bootstrap_servers: str, names: list[str], config: dict[str, Any] | None,
+                    needed: dict[str, AclNeed]) -> dict[str, int | None]:
+    """The partition counts of topics just created: a broker's metadata may show a new topic
+    only a moment after its creation returns, so ask again for up to :data:`_TIMEOUT`."""
+    deadline = time.monotonic() + _TIMEOUT
+    while True:
+        counts = partition_counts(bootstrap_servers, names, config, needed=needed)
+        if all(counts[name] is not None for name in names) or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
 
 
 def _verify(

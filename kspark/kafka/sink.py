@@ -32,8 +32,9 @@ from kspark.kafka.reader import read_to_end
 
 log = logging.getLogger("kspark.kafka")
 
-#: a batch's records for one topic: ``(key, value, timestamp ms, partition)``
-Rows = list[tuple[bytes | None, bytes | None, int, int]]
+#: a batch's records for one topic: ``(key, value, timestamp ms, partition, headers)`` (headers: a
+#: list of ``(name, bytes or None)`` pairs, or ``None`` for none)
+Rows = list[tuple[bytes | None, bytes | None, int, int, Any]]
 
 #: errors that mean another producer took over the transactional id
 _FENCED = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED")
@@ -146,7 +147,7 @@ class TransactionalWriter:
         """Whether batch ``batch_id`` of query run ``run`` was committed before."""
         return self._marker["run"] == run and batch_id <= self._marker["batch"]
 
-    def stage(self, topic: str, rows: Iterable[tuple[Any, Any, int, int]]) -> None:
+    def stage(self, topic: str, rows: Iterable[tuple[Any, Any, int, int, Any]]) -> None:
         """Add records to the batch being written (sent at :meth:`commit`)."""
         self._staged.setdefault(topic, []).extend(rows)
 
@@ -170,7 +171,7 @@ class TransactionalWriter:
             for topic, rows in staged.items():
                 count += self._produce(topic, rows)
             key = self.transactional_id.encode()
-            self._produce(self.markers, [(key, json.dumps(marker).encode(), None, 0)])
+            self._produce(self.markers, [(key, json.dumps(marker).encode(), None, 0, None)])
             producer.commit_transaction(self.timeout)
         except Exception as exc:
             self._fail(exc, batch_id)
@@ -178,7 +179,7 @@ class TransactionalWriter:
         self.committed_batches += 1
         return count
 
-    def _produce(self, topic: str, rows: Rows | list[tuple[Any, Any, Any, int]]) -> int:
+    def _produce(self, topic: str, rows: Rows | list[tuple[Any, Any, Any, int, Any]]) -> int:
         producer = self._producer
         errors = self._errors
 
@@ -186,12 +187,15 @@ class TransactionalWriter:
             if err is not None and len(errors) < 3:
                 errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
 
-        for key, value, ts, partition in rows:
+        for key, value, ts, partition, headers in rows:
             while True:
                 try:
                     if ts is None:
                         producer.produce(topic, value, key, partition=partition,
                                          on_delivery=delivered)
+                    elif headers:
+                        producer.produce(topic, value, key, partition=partition, timestamp=ts,
+                                         headers=headers, on_delivery=delivered)
                     else:
                         producer.produce(topic, value, key, partition=partition, timestamp=ts,
                                          on_delivery=delivered)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -140,6 +141,20 @@ def output_columns(output: Output
     return topics, keys, values, stamps
 
 
+def output_headers(output: Output) -> list[Headers] | None:
+    """The headers of every record of ``output``, in :func:`output_columns`' order; ``None``
+    when no record has any."""
+    if not any(isinstance(p, OutputRecord) and p.headers for p in output):
+        return None
+    out: list[Headers] = []
+    for part in output:
+        if isinstance(part, OutputBlock):
+            out.extend([()] * len(part))
+        else:
+            out.append(part.headers)
+    return out
+
+
 def output_partitions(output: Output) -> list[int | None] | None:
     """The partition each record of ``output`` was given by its sink's partitioner (``None``:
     by key), in :func:`output_columns`' order; ``None`` when no record was given one."""
@@ -168,8 +183,8 @@ class SourceBatch:
     record-by-record path.
     """
 
-    __slots__ = ("encoded_keys", "encoded_values", "keys", "offsets", "partitions", "timestamps",
-                 "topic", "topics", "values")
+    __slots__ = ("encoded_keys", "encoded_values", "headers", "keys", "offsets", "partitions",
+                 "timestamps", "topic", "topics", "values")
 
     def __init__(
         self,
@@ -182,6 +197,7 @@ class SourceBatch:
         topics: list[str] | None = None,
         encoded_keys: Encoded | None = None,
         encoded_values: Encoded | None = None,
+        headers: list[Headers] | None = None,
     ) -> None:
         self.timestamps = np.asarray(timestamps, dtype=np.int64)
         self.partitions = np.asarray(partitions, dtype=np.int64)
@@ -194,10 +210,12 @@ class SourceBatch:
         #: gives them so (``codes[i] == -1``: null); saves hashing every byte string again
         self.encoded_keys = encoded_keys
         self.encoded_values = encoded_values
+        #: each record's headers (``None``: no record has any)
+        self.headers = headers
 
     @classmethod
     def from_records(cls, records: Iterable[SourceRecord]) -> SourceBatch:
-        """Columns of ``records`` (headers are not kept: use the records themselves then)."""
+        """Columns of ``records``."""
         recs = list(records)
         topics = [r.topic for r in recs]
         single = topics[0] if topics and all(t == topics[0] for t in topics) else None
@@ -213,6 +231,7 @@ class SourceBatch:
             values,
             single if single is not None or not recs else None,
             None if single is not None or not recs else topics,
+            headers=[r.headers for r in recs] if any(r.headers for r in recs) else None,
         )
 
     def __len__(self) -> int:
@@ -232,6 +251,7 @@ class SourceBatch:
             int(self.timestamps[i]),
             self.keys[i],
             self.values[i],
+            () if self.headers is None else self.headers[i],
         )
 
     def records(self) -> Iterator[SourceRecord]:
@@ -244,4 +264,5 @@ class SourceBatch:
             self.timestamps.tolist(),
             self.keys,
             self.values,
+            repeat(()) if self.headers is None else self.headers,
         )

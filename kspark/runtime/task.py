@@ -260,7 +260,7 @@ class Task:
         once (``process_batch(view)``), producing exactly what the record-by-record path would;
         returns the number of records it handled that way (0: record by record). Raises
         :class:`FastPathAborted` if that path failed after changing state."""
-        if fast and len(batch):
+        if fast and len(batch) and batch.headers is None:  # headers: record by record
             handled = self._process_batch_fast(batch)
             if handled is not None:
                 return handled

@@ -9,7 +9,6 @@ changelog topic of a logged store (``<application.id>-<store>-changelog``) can b
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from kspark._duration import Duration, to_ms
@@ -23,6 +22,7 @@ from kspark.serdes.registry import for_topic
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.changelog import ChangelogCodec, changelog_topic
 from kspark.testing.internals.chunked_queue import ChunkedQueue
+from kspark.testing.internals.partition_group import InternalRecords
 from kspark.testing.test_record import TestRecord
 from kspark.topology.topology import Topology
 
@@ -202,11 +202,25 @@ class TopologyTestDriver:
                 break
         else:
             return  # nothing written
-        work = deque(self._collect())
-        while work:
-            out = work.popleft()
-            self._pipe_one(out.topic, out.key, out.value, out.timestamp, out.headers)
-            work.extend(self._collect())
+        self._process_internal(self._collect())
+
+    def _process_internal(self, written: list[OutputRecord]) -> None:
+        """Process ``written`` (records to topics the topology reads) and all they cause, in
+        the order of Kafka Streams' driver (:mod:`kspark.testing.internals.partition_group`);
+        a global store's topic at once, as that driver updates global stores."""
+        waiting = InternalRecords()
+        while True:
+            for out in written:
+                if out.topic in self._global_readers:
+                    self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)
+                else:
+                    waiting.add((out,))
+            record = waiting.next()
+            if record is None:
+                return
+            self._pipe_one(record.topic, record.key, record.value, record.timestamp,
+                           record.headers)
+            written = self._collect()
 
     def _pipe_one(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
                   headers: Headers) -> None:
@@ -229,8 +243,8 @@ class TopologyTestDriver:
             task.punctuate_wall_clock(self._wall_clock)
             task.maybe_close_idle(self._wall_clock)
             task.commit()
-            for out in self._collect():
-                self.pipe_raw(out.topic, out.key, out.value, out.timestamp, out.headers)
+        # as Kafka Streams' driver: every punctuation first, then what they wrote
+        self._process_internal(self._collect())
 
     def _route(self, topic: str) -> tuple[bool, ChunkedQueue | None]:
         """Whether the topology reads ``topic``, and its output queue (``None``: internal)."""

@@ -137,8 +137,8 @@ def test_foreach_and_print_see_every_record():
         pipe.pipe_input("b", None, 1)
     assert seen == [("a", 1), ("b", None)]
     assert printed.getvalue().splitlines() == [
-        "[KSTREAM-PRINTER-0000000002]: a, 1", "[clicks]: a=1",
-        "[KSTREAM-PRINTER-0000000002]: b, None", "[clicks]: b=None",
+        "[KSTREAM-SOURCE-0000000000]: a, 1", "[clicks]: a=1",
+        "[KSTREAM-SOURCE-0000000000]: b, None", "[clicks]: b=None",
     ]
 
 

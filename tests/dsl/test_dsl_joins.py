@@ -196,6 +196,22 @@ def test_foreign_key_join_follows_a_row_to_its_new_foreign_key():
                    ("o1", None, 14)]
 
 
+def test_foreign_key_join_skips_a_versioned_right_tables_out_of_order_update():
+    """As Kafka Streams (KIP-914): Ann@5, older than Alice@10, answers no subscription."""
+    def build(b):
+        orders = b.table("left", S, S, Materialized("orders", caching=False))
+        customers = b.table("right", S, S,
+                            Materialized("customers", versioned_history=1_000))
+        orders.join(customers, pair, foreign_key_extractor=lambda v: v[:1]).to_stream(
+        ).to("out", S, S)
+
+    out, metrics = _run(build, [("right", "a", "Alice", 10), ("left", "o1", "a1", 11),
+                                ("right", "a", "Ann", 5), ("right", "a", None, 6),
+                                ("right", "a", "Al", 12)])
+    assert out == [("o1", "a1+Alice", 11), ("o1", "a1+Al", 12)]
+    assert metrics["dropped-records-not-latest"] == 2
+
+
 def test_join_topologies_travel_pickled_and_run_the_same():
     # topologies go to Spark's workers through cloudpickle, compiled operators with them
     from pyspark import cloudpickle

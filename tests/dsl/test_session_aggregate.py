@@ -86,6 +86,20 @@ def dropped(driver: TopologyTestDriver) -> int:
     return driver.metrics()["dropped-records-total"]
 
 
+def test_an_inactivity_gap_of_zero_joins_only_records_at_the_same_time() -> None:
+    """As Kafka Streams' SessionWindows, which refuse only a negative gap."""
+    out: Out = []
+    windows = SessionWindows.of_inactivity_gap_and_grace(0, 10)
+    with TopologyTestDriver(topology(windows, out)) as driver:
+        inp = driver.create_input_topic("in", serdes.String(), serdes.Json())
+        for value, ts in [("a", 10), ("b", 11), ("c", 11), ("d", 12)]:
+            inp.pipe_input("A", value, ts)
+        assert sessions(driver, "A") == [(W("A", 10, 10), ["a"]), (W("A", 11, 11), ["b", "c"]),
+                                         (W("A", 12, 12), ["d"])]
+    with pytest.raises(ValueError, match="inactivity gap must be >= 0 ms, got -1"):
+        SessionWindows.of_inactivity_gap_with_no_grace(-1)
+
+
 # -- seed 000: the close time decides --------------------------------------------------------
 def test_seed000_record_merging_into_a_session_ending_before_close_is_dropped() -> None:
     out: Out = []

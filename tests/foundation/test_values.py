@@ -25,7 +25,7 @@ def test_durations_accept_int_ms_and_timedelta():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: SessionWindows.of_inactivity_gap_with_no_grace(0),
+        lambda: SessionWindows.of_inactivity_gap_with_no_grace(-1),
         lambda: SessionWindows.of_inactivity_gap_and_grace(10, -1),
         lambda: TimeWindows.of_size_with_no_grace(0),
         lambda: TimeWindows.of_size_and_grace(10, -5),

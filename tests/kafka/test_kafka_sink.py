@@ -18,7 +18,7 @@ pytestmark = pytest.mark.kafka
 
 def _batch(batch_id, n=20, partitions=2):
     return [
-        (f"k{i}".encode(), f"b{batch_id}-{i}".encode(), BASE_MS + i, i % partitions)
+        (f"k{i}".encode(), f"b{batch_id}-{i}".encode(), BASE_MS + i, i % partitions, None)
         for i in range(n)
     ]
 
@@ -99,7 +99,7 @@ def test_an_interrupted_transaction_is_invisible_and_the_replay_writes_it_once(b
                         "transactional.id": transactional_id(out)})
     crashed.init_transactions(30)
     crashed.begin_transaction()
-    for key, value, ts, part in _batch(1):
+    for key, value, ts, part, _ in _batch(1):
         crashed.produce(out, value, key, partition=part, timestamp=ts)
     assert crashed.flush(30) == 0
     # the records are in the log (read_uncommitted sees them), not in the committed view
@@ -131,7 +131,7 @@ def test_a_delivery_error_aborts_the_batch_and_names_the_topic(bootstrap, topic)
     create(bootstrap, topic, 2, **{"max.message.bytes": "1024"})
     create(bootstrap, marker_topic(topic), 1, **{"cleanup.policy": "compact"})
     writer = _writer(bootstrap, topic)
-    rows = [*_batch(0, 5), (b"big", b"x" * 4000, BASE_MS, 0)]
+    rows = [*_batch(0, 5), (b"big", b"x" * 4000, BASE_MS, 0, None)]
     with pytest.raises(StreamsError) as err:
         _write(writer, topic, "run-1", 0, rows)
     writer.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark_named import build_named
 from user_functions import Misbehaving
 
 from kspark import (
@@ -16,7 +17,7 @@ from kspark import (
     Topology,
     serdes,
 )
-from kspark.processor import FixedKeyProcessor, FixedKeyRecord
+from kspark.processor import FixedKeyProcessor, FixedKeyRecord, ValueTransformerWithKey
 
 #: shape -> its parameters (besides the common ones)
 DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
@@ -24,8 +25,9 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                    "process_values": {"rekey", "caching"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace",
-                                               "retention", "none_on", "raise_on"},
-                                   "named": {"names"},
+                                               "size", "retention", "none_on", "raise_on"},
+                                   "named": {"names", "parts", "kinds", "store_names",
+                                             "rekey_right"},
                                    "grouping": {"by", "grouped_name", "caching", "counts_named",
                                                 "agg_names", "int_key_on"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
@@ -152,6 +154,7 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     if p.get("rekey_b", False):
         b = b.select_key(lambda k, v: k)
     windows, grace = p.get("windows", "none"), p.get("grace", 0)
+    size = p.get("size", 10)  # window size, time difference or inactivity gap
     m = Materialized("store" if p.get("named", True) else None, caching=p.get("caching", True),
                      key_serde=text, value_serde=long,
                      retention=None if windows == "none"
@@ -165,19 +168,29 @@ def _cogroup(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     if windows == "none":
         cogrouped.aggregate(lambda: 0, m).to_stream().to("out", text, long)
     elif windows == "session":
-        (cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, grace))
+        (cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(size, grace))
          .aggregate(lambda: 0, lambda k, x, y: x + y, m)
          .to_stream().to("out", serdes.SessionWindowed(text), long))
     else:
-        w = (TimeWindows.of_size_and_grace(10, grace) if windows == "time"
-             else SlidingWindows.of_time_difference_and_grace(10, grace))
+        w = (TimeWindows.of_size_and_grace(size, grace) if windows == "time"
+             else SlidingWindows.of_time_difference_and_grace(size, grace))
         (cogrouped.windowed_by(w).aggregate(lambda: 0, m)
-         .to_stream().to("out", serdes.TimeWindowed(text, 10), long))
+         .to_stream().to("out", serdes.TimeWindowed(text, size), long))
     return builder.build(), {"a": long, "b": long}
 
 
 def _even(k: Any, v: Any) -> bool:
     return v is not None and v % 2 == 0
+
+
+class Tagged(ValueTransformerWithKey):
+    """The oracle's ``Dsl.TAGGED``: a deleted row of key ``a`` becomes -1, a value divisible by
+    3 deletes the row, others get 100 added."""
+
+    def transform(self, key: Any, value: Any) -> Any:
+        if value is None:
+            return -1 if key == "a" else None
+        return None if value % 3 == 0 else value + 100
 
 
 def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
@@ -201,27 +214,12 @@ def _table_ops(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
         misbehaving = Misbehaving(p.get("none_on"), p.get("raise_on"))
         result = table.map_values(lambda v: None if misbehaving.returns_none(v) else v * 10, rm,
                                   name=name)
+    elif op == "transform_values":
+        result = table.transform_values(Tagged, materialized=rm, name=name)
     else:
-        raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values)")
+        raise ValueError(f"unknown op {op!r} (known: filter, filter_not, map_values, "
+                         f"transform_values)")
     result.to_stream(name="n-to-stream" if named else None).to("out", text, long)
-    return builder.build(), {"in": long}
-
-
-def _named(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
-    names = set(p.get("names", []))
-
-    def name(node: str) -> str | None:
-        return f"n-{node}" if node in names else None
-
-    builder = StreamsBuilder()
-    text, long = serdes.String(), serdes.Long()
-    (builder.stream("in", text, long, name=name("source"))
-     .filter(lambda k, v: v is not None, name=name("filter"))
-     .map_values(lambda v: v * 2, name=name("map_values"))
-     .select_key(lambda k, v: f"{_text(k)}!", name=name("select_key"))
-     .flat_map_values(lambda v: [v, v + 1], name=name("flat_map_values"))
-     .peek(lambda k, v: None, name=name("peek"))
-     .to("out", text, long, name=name("sink")))
     return builder.build(), {"in": long}
 
 
@@ -252,7 +250,7 @@ def out_key_serde(shape: str, p: Any) -> serdes.Serde:
     """The key serde of "out" for a DSL shape."""
     windows = p.get("windows", "none") if shape == "cogroup" else "none"
     if shape == "timestamp_extractor" or windows in ("time", "sliding"):
-        return serdes.TimeWindowed(serdes.String(), 10)
+        return serdes.TimeWindowed(serdes.String(), p.get("size", 10))
     if windows == "session":
         return serdes.SessionWindowed(serdes.String())
     return serdes.String()
@@ -264,7 +262,7 @@ BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, 
             "timestamp_extractor": (_timestamp_extractor, serdes.Long()),
             "cogroup": (_cogroup, serdes.Long()),
             "table_ops": (_table_ops, serdes.Long()),
-            "named": (_named, serdes.Long()),
+            "named": (build_named, serdes.Long()),
             "grouping": (_grouping, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"},

@@ -21,7 +21,8 @@ JOIN_SHAPES: dict[str, set[str]] = {
     "global_join": {"kind"},
     "table_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching",
                    "left_versioned", "right_versioned"},
-    "fk_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching"},
+    "fk_join": {"kind", "left_caching", "right_caching", "materialized", "result_caching",
+                "left_versioned", "right_versioned"},
 }
 for _params in JOIN_SHAPES.values():  # the joiner returns None on "none_on", fails on "raise_on"
     _params.update({"none_on", "raise_on"})

@@ -445,6 +445,9 @@ def _drive(case: dict[str, Any], built: Built, driver: TopologyTestDriver,
         for rec in out.read_records_to_list():
             lines.append({"kind": "record", **_key_fields(rec.key), "value": rec.value,
                           "ts": rec.timestamp, "tombstone": rec.value is None})
+            if rec.headers:  # as the oracle: only when some
+                lines[-1]["headers"] = [[n, None if v is None else v.hex()]
+                                        for n, v in rec.headers]
 
     for index, item in enumerate(case.get("inputs") or ()):
         if "advance_wall_clock" in item:
@@ -458,7 +461,9 @@ def _drive(case: dict[str, Any], built: Built, driver: TopologyTestDriver,
                                 f"(its topics: {sorted(inputs)})")
             offset = offsets[topic] = offsets.get(topic, -1) + 1
             try:
-                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"])
+                inputs[topic].pipe_input(item.get("key"), item.get("value"), item["ts"],
+                                         headers=[(n, None if v is None else bytes.fromhex(v))
+                                                  for n, v in item.get("headers", ())])
             except StreamsError as exc:
                 line = failure_line(exc, item, index, offset)
                 if line is None:

@@ -64,6 +64,8 @@ import json
 from typing import Any
 
 from hypothesis import strategies as st
+from kspark_named import NODES as NAMED_NODES
+from kspark_named import STORES as NAMED_STORES
 
 #: a retention longer than any case's time span (used with caching on, see the module doc)
 LONG_RETENTION = 10_000_000
@@ -563,11 +565,13 @@ def cogroup_case(draw: st.DrawFn) -> dict:
 
 @st.composite
 def table_ops_case(draw: st.DrawFn) -> dict:
-    """A table read from its topic or from a stream (``to_table``), named or not, filtered or
-    mapped, the result materialized or not: what each forwards, tombstones included."""
+    """A table read from its topic or from a stream (``to_table``), named or not, filtered,
+    mapped or transformed (``transform_values``), the result materialized or not: what each
+    forwards, tombstones included."""
     p = {"source": draw(st.sampled_from(["table", "to_table"])),
          "source_named": draw(st.booleans()), "caching": draw(st.booleans()),
-         "operation": draw(st.sampled_from(["filter", "filter_not", "map_values"])),
+         "operation": draw(st.sampled_from(["filter", "filter_not", "map_values",
+                                            "transform_values"])),
          "op_materialized": draw(st.booleans()), "op_caching": draw(st.booleans()),
          "op_unnamed": draw(st.booleans()), "op_named": draw(st.booleans()),
          "store_type": draw(store_type())}
@@ -576,12 +580,45 @@ def table_ops_case(draw: st.DrawFn) -> dict:
     return {"shape": "table_ops", "params": p, "inputs": draw(records("sum", True))}
 
 
+#: parts of the ``named`` shape that write to internal topics (several in one case: both
+#: drivers process the records of several internal topics in the order of Kafka Streams' driver,
+#: kspark.testing.internals.partition_group)
+NAMED_REPARTITIONING = ("stream_join", "stream_table_join", "to_table", "table_group", "fk_join")
+NAMED_OTHER_PARTS = ("global_join", "table_join", "windowed", "cogroup", "process")
+
+
 @st.composite
 def named_case(draw: st.DrawFn) -> dict:
-    """Stateless operators and their source and sink, each named (``Named``) or not."""
-    nodes = ["source", "filter", "map_values", "select_key", "flat_map_values", "peek", "sink"]
-    names = [n for n in nodes if draw(st.booleans())]
-    return {"shape": "named", "params": {"names": names}, "inputs": draw(records("sum", True))}
+    """Stateless operators and their source and sink, then some of the shape's other parts
+    (joins, windowed and cogrouped aggregations, a suppression, a re-grouped table,
+    ``to_table``), every node (``Named``, ``Consumed`` / ``Produced.withName``,
+    ``StreamJoined`` / ``Joined.withName``, ``TableJoined.as``, ``Grouped.as``,
+    ``Suppressed.withName``) and store named or not."""
+    parts = [part for part in (*NAMED_OTHER_PARTS, *NAMED_REPARTITIONING)
+             if draw(st.integers(0, 2)) == 0]
+    p: dict[str, Any] = {"names": [n for n in NAMED_NODES if draw(st.booleans())],
+                         "parts": parts,
+                         "store_names": [s for s in NAMED_STORES if draw(st.booleans())],
+                         "kinds": {"stream_join": draw(st.sampled_from(["inner", "left",
+                                                                         "outer"])),
+                                   "table_join": draw(st.sampled_from(["inner", "left",
+                                                                        "outer"])),
+                                   **{part: draw(st.sampled_from(["inner", "left"]))
+                                      for part in ("stream_table_join", "global_join",
+                                                   "fk_join")}},
+                         "rekey_right": draw(st.booleans()),
+                         # a stream-stream join's stores follow RocksDB's (see stream_join_case)
+                         "store_type": "rocksdb" if "stream_join" in parts else "in_memory"}
+    topics = ["in"]
+    if set(parts) & {"stream_table_join", "table_join", "fk_join", "table_group"}:
+        topics.append("t")
+    if set(parts) & {"table_join", "fk_join"}:
+        topics.append("u")
+    if "global_join" in parts:
+        topics.append("g")
+    value = st.one_of(st.integers(-5, 20), st.none())
+    return {"shape": "named", "params": p,
+            "inputs": draw(join_records(tuple(topics), value=value))}
 
 
 @st.composite
@@ -605,5 +642,5 @@ STRATEGIES["cogroup"] = cogroup_case()
 STRATEGIES["timestamp_extractor"] = timestamp_extractor_case()
 STRATEGIES["process_values"] = process_values_case()
 STRATEGIES["repartition"] = repartition_case()
-#: shapes without stores: no changelogs to compare
+#: shapes without stores (``named``: none dumped): no changelogs to compare
 STATELESS_SHAPES = ("branch", "named")

@@ -280,6 +280,7 @@ def test_pack_stream_packs_arrow_batches_and_unpacks_to_the_same_records(monkeyp
 
 
 def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarray]:
+    from kspark.records import encode_headers
     from kspark.spark.internals.wire import KIND_CHANGELOG, KIND_METRICS, ROW_DTYPES
 
     rows = []
@@ -287,10 +288,13 @@ def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarr
         kind = rng.choice([KIND_RECORD] * 6 + [KIND_CHANGELOG])
         topic = rng.choice(["sink-a", "sink-b", "repartition-r"]) if kind == KIND_RECORD \
             else "app-store-changelog"
+        # headers on some records (each topic's packed records then carry them)
+        headers = (encode_headers((("h", str(i).encode()), ("h", None)))
+                   if kind == KIND_RECORD and i % 5 == 0 else None)
         rows.append((kind, topic, None if i % 9 == 0 else f"k{i}".encode(),
                      None if i % 7 == 0 else str(i).encode(), rng.randrange(10**6),
-                     rng.randrange(4), 1000 + i, task))
-    rows.append((KIND_METRICS, None, None, b"{}", -1, 0, -1, task))
+                     rng.randrange(4), 1000 + i, task, headers))
+    rows.append((KIND_METRICS, None, None, b"{}", -1, 0, -1, task, None))
     return {name: np.array([r[k] for r in rows], dtype=dtype)
             for k, (name, dtype) in enumerate(ROW_DTYPES.items())}
 
@@ -315,6 +319,7 @@ def test_packed_output_expands_to_each_topics_records_in_order():
     assert packed.num_rows < len(plain) / 2
     expanded = unpack_output(packed).to_pylist()
     assert sorted(map(repr, expanded)) == sorted(map(repr, plain))
+    assert any(r["headers"] for r in expanded if r["topic"] == "sink-a")
     for topic in ("sink-a", "sink-b", "repartition-r", "app-store-changelog"):
         assert [r for r in expanded if r["topic"] == topic] == [
             r for r in plain if r["topic"] == topic]

@@ -20,7 +20,7 @@ from spark_harness import (
     spark_order,
 )
 
-from kspark import Joined, JoinWindows, Materialized, StreamsBuilder, serdes
+from kspark import Joined, JoinWindows, Materialized, StreamJoined, StreamsBuilder, serdes
 
 pytestmark = pytest.mark.spark
 
@@ -45,25 +45,27 @@ def topology(caching: bool):
         "ss-inner", S, J)
     clicks.left_join(views, joined, JoinWindows.of_time_difference_with_no_grace(1_500)
                      .after(3_000)).to("ss-left", S, J)
-    clicks.outer_join(views, joined, JoinWindows.of_time_difference_and_grace(1_000, 1_000)
+    # named nodes, stores and repartition topics (Kafka Streams' StreamJoined / Joined names)
+    clicks.outer_join(views, joined, JoinWindows.of_time_difference_and_grace(1_000, 1_000),
+                      StreamJoined().with_name("outer").with_store_name("outer-store")
                       ).to("ss-outer", S, J)
     (clicks.select_key(lambda k, v: v["page"])
      .join(views.select_key(lambda k, v: v["page"]), joined,
-           JoinWindows.of_time_difference_with_no_grace(3_000))
+           JoinWindows.of_time_difference_with_no_grace(3_000), StreamJoined(name="rekeyed"))
      .to("ss-rekeyed", S, J))
     profiles = b.table("profiles", S, J, Materialized("profiles", caching=caching))
     clicks.join(profiles, joined).to("st-inner", S, J)
     clicks.left_join(profiles, joined).to("st-left", S, J)
     # a versioned table read as of each click's time, the clicks held back 1.5 s for late rows
     levels = b.table("levels", S, J, Materialized("levels", versioned_history=60_000))
-    clicks.left_join(levels, joined, Joined(grace=1_500)).to("st-versioned", S, J)
+    clicks.left_join(levels, joined, Joined(grace=1_500, name="as-of")).to("st-versioned", S, J)
     regions = b.global_table("regions", S, J, "regions")
     clicks.join(regions, lambda k, v: v["page"], joined).to("gt-inner", S, J)
-    clicks.left_join(regions, lambda k, v: v["page"], joined).to("gt-left", S, J)
+    clicks.left_join(regions, lambda k, v: v["page"], joined, name="gt-left").to("gt-left", S, J)
     accounts = b.table("accounts", S, J, Materialized("accounts", caching=caching))
     accounts.join(profiles, joined).to_stream().to("tt-inner", S, J)
-    accounts.left_join(profiles, joined, Materialized("tt-left-store", caching=caching)
-                       ).to_stream().to("tt-left", S, J)
+    accounts.left_join(profiles, joined, Materialized("tt-left-store", caching=caching),
+                       name="tt-left").to_stream().to("tt-left", S, J)
     accounts.outer_join(profiles, joined).to_stream().to("tt-outer", S, J)
     return b.build()
 

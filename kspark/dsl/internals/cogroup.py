@@ -60,9 +60,10 @@ class CogroupedKStreamImpl(CogroupedKStream):
         return self
 
     def aggregate(self, initializer: Callable[[], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
         old = OldValues()
-        return _build(self._groups, initializer, None, materialized,
+        return _build(self._groups, initializer, None, materialized, name,
                       lambda store, aggregation: partial(StreamAggregateProcessor, store,
                                                          aggregation, old),
                       lambda store, m: key_value_store_builder(store, m),
@@ -92,15 +93,18 @@ Groups = list[tuple[Grouping, Callable[[Any, Any, Any], Any]]]
 
 def _build(groups: Groups, initializer: Callable[[], Any],
            merger: Callable[[Any, Any, Any], Any] | None,
-           materialized: Materialized | str | None,
+           materialized: Materialized | str | None, node_name: str | None,
            make_processor: Callable[[str, Aggregate], Any],
            make_store: Callable[[str, Materialized | None], Any],
            make_view: Callable[[str], Any], suppress_duration_ms: int | None,
            key_serde: Serde | None) -> KTable:
     """The cogroup's store, repartitions, aggregate processors (one per grouped stream, each
-    from ``make_processor(store, its aggregation)``) and merge node; its table."""
+    from ``make_processor(store, its aggregation)``) and merge node, named
+    ``<node_name>-cogroup-agg-<i>`` and ``<node_name>-cogroup-merge`` if given; its table."""
     if not callable(initializer):
         raise TypeError(f"aggregate needs an initializer(), got {initializer!r}")
+    if node_name is not None and (not isinstance(node_name, str) or not node_name):
+        raise ValueError(f"an aggregation's name must be a non-empty string, got {node_name!r}")
     first = groups[0][0]
     builder = first.graph
     topo = builder.topology
@@ -109,8 +113,10 @@ def _build(groups: Groups, initializer: Callable[[], Any],
     store_builder = make_store(store, with_default_serdes(m, first.result_key_serde, None))
     parents = [grouped.source_for(store) for grouped, _ in groups]
     names = []
-    for (_, aggregator), parent in zip(groups, parents):
-        name = builder.new_name(AGGREGATE)
+    for i, ((_, aggregator), parent) in enumerate(zip(groups, parents)):
+        name = builder.new_name(AGGREGATE)  # taken with a name too, as Kafka Streams does
+        if node_name is not None:
+            name = f"{node_name}-cogroup-agg-{i}"
         topo.add_processor(name, make_processor(store, Aggregate(initializer, aggregator, merger)),
                            parent)
         names.append(name)
@@ -118,6 +124,8 @@ def _build(groups: Groups, initializer: Callable[[], Any],
     if len(names) > 1:
         topo.copartition(*names)
     merge = builder.new_name(MERGE)
+    if node_name is not None:
+        merge = f"{node_name}-cogroup-merge"
     topo.add_processor(merge, stateless.PassThroughProcessor, *names)
     return builder.new_ktable(merge, make_view(store),
                               queryable_store=store if m is not None and m.name else None,
@@ -139,11 +147,12 @@ class TimeWindowedCogroupedImpl(TimeWindowedCogroupedKStream):
         self._groups, self._windows = groups, windows
 
     def aggregate(self, initializer: Callable[[], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
         w = self._windows
         emit = EmitStrategy.on_window_update()
         processor, store_builder, size = timed(w)
-        return _build(self._groups, initializer, None, materialized,
+        return _build(self._groups, initializer, None, materialized, name,
                       lambda store, aggregation: partial(processor, store, w, aggregation, emit),
                       lambda store, m: store_builder(store, w, m),
                       lambda store: StoreView(OldValues(True), store,
@@ -161,12 +170,13 @@ class SessionWindowedCogroupedImpl(SessionWindowedCogroupedKStream):
 
     def aggregate(self, initializer: Callable[[], Any],
                   merger: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
         if not callable(merger):
             raise TypeError(f"aggregate needs a merger(key, agg1, agg2), got {merger!r}")
         w = self._windows
         emit = EmitStrategy.on_window_update()
-        return _build(self._groups, initializer, merger, materialized,
+        return _build(self._groups, initializer, merger, materialized, name,
                       lambda store, aggregation: partial(SessionWindowAggregateProcessor, store,
                                                          w, aggregation, emit),
                       lambda store, m: session_store_builder(store, w, m),

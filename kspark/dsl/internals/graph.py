@@ -71,7 +71,7 @@ class DslGraph(ABC):
                     value_serde: Serde | None, *, drop_null_keys: bool = True,
                     null_key_filter: bool = True, partitions: int | None = None,
                     partitioner: Callable[[Any, Any], int | None] | None = None,
-                    stream_names: bool = True) -> str:
+                    stream_names: bool = True, named: str | None = None) -> str:
         """Route ``parent``'s records through the internal topic ``<prefix>-repartition``
         (``partitions`` of its own, else as the plan gives it): a null-key filter
         (``null_key_filter``; it lets null keys pass unless ``drop_null_keys``), a sink
@@ -80,13 +80,17 @@ class DslGraph(ABC):
         take the next indexes (``KSTREAM-SINK-``, ``-FILTER-``, ``-SOURCE-``); as Kafka Streams
         names a KStream's repartition nodes (``stream_names``), a prefix that is not itself a
         generated name (``KSTREAM...-<10 digits>``) names them ``<topic>-sink``, ``-filter``
-        and ``-source`` instead, the indexes taken all the same. Returns the source."""
+        and ``-source`` instead, the indexes taken all the same; ``named`` names the sink and
+        source ``<named>-sink`` and ``<named>-source`` (a named table aggregation). Returns the
+        source."""
         topic = prefix + REPARTITION_SUFFIX
         sink = self.new_name("KSTREAM-SINK-")
         filter_name = self.new_name("KSTREAM-FILTER-") if null_key_filter or stream_names else ""
         source = self.new_name("KSTREAM-SOURCE-")
         if stream_names and not GENERATED_NAME.fullmatch(prefix):
             sink, filter_name, source = (f"{topic}-{n}" for n in ("sink", "filter", "source"))
+        if named is not None:
+            sink, source = f"{named}-sink", f"{named}-source"
         topo = self._topology
         if null_key_filter:
             topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic, drop_null_keys),
@@ -136,7 +140,8 @@ class DslGraph(ABC):
 
     @abstractmethod
     def new_grouped_table(self, node: str, key_serde: Serde | None,
-                          value_serde: Serde | None) -> KGroupedTable: ...
+                          value_serde: Serde | None,
+                          repartition_name: str | None = None) -> KGroupedTable: ...
 
     @abstractmethod
     def stream_table_join(self, stream: KStream, table: KTable | GlobalKTable, kind: str,
@@ -147,7 +152,7 @@ class DslGraph(ABC):
     def foreign_key_join(self, table: KTable, other: KTable,
                          foreign_key_extractor: Callable[[Any], Any],
                          joiner: Callable[[Any, Any], Any], kind: str,
-                         materialized: Materialized | None) -> KTable:
+                         materialized: Materialized | None, name: str | None = None) -> KTable:
         """``table.join(other, joiner, foreign_key_extractor=...)`` / ``left_join``."""
 
     @abstractmethod

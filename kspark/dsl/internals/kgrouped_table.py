@@ -20,11 +20,15 @@ class KGroupedTableImpl(KGroupedTable):
     """A re-grouped table: the node of its re-keyed changes and the repartition serdes."""
 
     def __init__(self, builder: DslGraph, node: str, key_serde: Serde | None,
-                 value_serde: Serde | None) -> None:
+                 value_serde: Serde | None, repartition_name: str | None = None) -> None:
         self._builder = builder
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
+        #: the grouping's name (``<name>-repartition``) and that topic's source once made:
+        #: every aggregation of this grouping reads that one topic, as in Kafka Streams
+        self._repartition_name = repartition_name
+        self._named_source: str | None = None
 
     @property
     def node_name(self) -> str:
@@ -33,16 +37,16 @@ class KGroupedTableImpl(KGroupedTable):
     def _aggregate(self, prefix: str, initializer: Callable[[], Any],
                    adder: Callable[[Any, Any, Any], Any],
                    subtractor: Callable[[Any, Any, Any], Any],
-                   materialized: Materialized | str | None) -> KTable:
+                   materialized: Materialized | str | None, name: str | None) -> KTable:
         builder = self._builder
         m = as_materialized(materialized)
-        # a generated store name is KTABLE-AGGREGATE-STATE-STORE-... for reduce too (Kafka
-        # Streams' KGroupedTableImpl#reduce names it with its AGGREGATE_NAME)
+        # a reduce's store is named as an aggregate's, as Kafka Streams names it
         store = store_name_for(builder, m, "KTABLE-AGGREGATE-")
-        value_serde = None if self._value_serde is None else ChangeSerde(self._value_serde)
-        source = builder.repartition(self._node, store, self._key_serde, value_serde,
-                                     null_key_filter=False, stream_names=False)
-        name = builder.new_name(prefix)
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"an aggregation's name must be a non-empty string, got {name!r}")
+        source = self._source(store, name)
+        generated = builder.new_name(prefix)  # taken with a name too, as Kafka Streams does
+        name = name or generated
         topo = builder.topology
         old = OldValues()
         topo.add_processor(
@@ -54,18 +58,39 @@ class KGroupedTableImpl(KGroupedTable):
                                   key_serde=self._key_serde,
                       value_serde=None if m is None else m.value_serde)
 
-    def count(self, materialized: Materialized | str | None = None) -> KTable:
-        return self._aggregate("KTABLE-AGGREGATE-", _zero, _increment, _decrement, materialized)
+    def _source(self, store: str, name: str | None) -> str:
+        """The repartition topic's source the aggregation reads: ``<store>-repartition``, or
+        the grouping's named topic, made once (its nodes' indexes are taken again)."""
+        builder = self._builder
+        value_serde = None if self._value_serde is None else ChangeSerde(self._value_serde)
+        if self._repartition_name is not None and self._named_source is not None:
+            builder.new_name("KSTREAM-SINK-")
+            builder.new_name("KSTREAM-SOURCE-")
+            return self._named_source
+        source = builder.repartition(self._node, self._repartition_name or store,
+                                     self._key_serde, value_serde, null_key_filter=False,
+                                     stream_names=False, named=name)
+        if self._repartition_name is not None:
+            self._named_source = source
+        return source
+
+    def count(self, materialized: Materialized | str | None = None,
+              name: str | None = None) -> KTable:
+        return self._aggregate("KTABLE-AGGREGATE-", _zero, _increment, _decrement, materialized,
+                               name)
 
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
-               materialized: Materialized | str | None = None) -> KTable:
+               materialized: Materialized | str | None = None, name: str | None = None
+               ) -> KTable:
         r = _Reducing(adder, subtractor)
-        return self._aggregate("KTABLE-REDUCE-", _none, r.add, r.subtract, materialized)
+        return self._aggregate("KTABLE-REDUCE-", _none, r.add, r.subtract, materialized, name)
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
                   subtractor: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
-        return self._aggregate("KTABLE-AGGREGATE-", initializer, adder, subtractor, materialized)
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
+        return self._aggregate("KTABLE-AGGREGATE-", initializer, adder, subtractor, materialized,
+                               name)
 
 
 class _Reducing:

@@ -41,9 +41,13 @@ class KStreamImpl(KStream):
         """``name``, or the next generated name: an index is taken either way, as Kafka
         Streams' ``Named`` takes it."""
         generated = self._builder.new_name(prefix)
-        if name is None:
-            return generated
-        if not isinstance(name, str) or not name:
+        return self._given(name) or generated
+
+    @staticmethod
+    def _given(name: str | None) -> str | None:
+        """``name``, checked (``process`` and ``process_values`` take no index for it, as
+        Kafka Streams' do not)."""
+        if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"a node name must be a non-empty string, got {name!r}")
         return name
 
@@ -135,9 +139,10 @@ class KStreamImpl(KStream):
                                              self._node)
 
     def print(self, label: str | None = None, mapper: Callable[[Any, Any], Any] | None = None,
-              file: Any = None) -> None:
-        name = self._builder.new_name("KSTREAM-PRINTER-")
-        action = PrintAction(name if label is None else label, mapper, file)
+              file: Any = None, name: str | None = None) -> None:
+        name = self._name("KSTREAM-PRINTER-", name)
+        # the label defaults to the printed stream's node, as Kafka Streams' Printed does
+        action = PrintAction(self._node if label is None else label, mapper, file)
         self._builder.topology.add_processor(name, partial(stateless.ForeachProcessor, action),
                                              self._node)
 
@@ -159,7 +164,7 @@ class KStreamImpl(KStream):
                 f"process_values needs a supplier of FixedKeyProcessor objects (a subclass or a "
                 f"zero-argument factory), not {processor_supplier!r:.80}: each task needs its "
                 f"own instance")
-        name = self._name("KSTREAM-PROCESSVALUES-", name)
+        name = self._given(name) or self._builder.new_name("KSTREAM-PROCESSVALUES-")
         topo = self._builder.topology
         topo.add_processor(name, partial(FixedKeyAdapter, processor_supplier), self._node)
         if store_names:
@@ -168,7 +173,7 @@ class KStreamImpl(KStream):
 
     def process(self, processor_supplier: Any, *store_names: str, name: str | None = None
                 ) -> KStream:
-        name = self._name("KSTREAM-PROCESSOR-", name)
+        name = self._given(name) or self._builder.new_name("KSTREAM-PROCESSOR-")
         topo = self._builder.topology
         topo.add_processor(name, processor_supplier, self._node)
         if store_names:
@@ -226,10 +231,11 @@ class KStreamImpl(KStream):
         return self._builder.new_grouped_stream(node, True, key_serde,
                                                 optional_serde(value_serde), key_serde, name)
 
-    def to_table(self, materialized: Materialized | str | None = None) -> KTable:
+    def to_table(self, materialized: Materialized | str | None = None,
+                 name: str | None = None) -> KTable:
         builder = self._builder
         m = as_materialized(materialized)
-        name = builder.new_name("KSTREAM-TOTABLE-")
+        name = self._name("KSTREAM-TOTABLE-", name)
         store = store_name_for(builder, m, "KSTREAM-TOTABLE-")
         parent = self._node
         if self._repartition_required:

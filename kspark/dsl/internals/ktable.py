@@ -17,6 +17,7 @@ from kspark.dsl.internals.graph import (
 )
 from kspark.dsl.internals.joins import builders as joins
 from kspark.dsl.internals.suppress import SuppressProcessor, suppress_store_builder
+from kspark.dsl.internals.table_transform import transform_values, value_serde_of
 from kspark.dsl.internals.table_views import (
     DerivedView,
     OldValues,
@@ -124,6 +125,14 @@ class KTableImpl(KTable):
         return self._value_op("KTABLE-MAPVALUES-", p.MapValue(mapper), materialized, False,
                               OldValues(), name)
 
+    def transform_values(self, transformer_supplier: Any, *store_names: str,
+                         materialized: Materialized | str | None = None,
+                         name: str | None = None) -> KTable:
+        m = as_materialized(materialized)
+        node, view, store = transform_values(self._builder, self._node, self.view,
+                                             transformer_supplier, store_names, m, name)
+        return self._derive(node, view, queryable_store=store, value_serde=value_serde_of(m))
+
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None,
                   name: str | None = None) -> KStream:
         generated = self._builder.new_name("KTABLE-TOSTREAM-")
@@ -133,28 +142,31 @@ class KTableImpl(KTable):
         return stream if mapper is None else stream.select_key(mapper)
 
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], key_serde: Any = None,
-                 value_serde: Any = None) -> KGroupedTable:
-        name = self._builder.new_name("KTABLE-SELECT-")
+                 value_serde: Any = None, name: str | None = None) -> KGroupedTable:
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"a grouping's name must be a non-empty string, got {name!r}")
+        generated = self._builder.new_name("KTABLE-SELECT-")
+        repartition_name, name = name, name or generated
         self.view.enable_sending_old_values(True)  # the re-grouping subtracts old values
         self._builder.topology.add_processor(
             name, partial(p.TableRepartitionMapProcessor, selector), self._node)
         return self._builder.new_grouped_table(name, optional_serde(key_serde),
-                                               optional_serde(value_serde))
+                                               optional_serde(value_serde), repartition_name)
 
     # -- joins -------------------------------------------------------------------------------
     def _join(self, kind: str, other: KTable, joiner: Callable[[Any, Any], Any],
               materialized: Materialized | str | None,
-              foreign_key_extractor: Callable[[Any], Any] | None) -> KTable:
+              foreign_key_extractor: Callable[[Any], Any] | None, name: str | None) -> KTable:
         if not isinstance(other, KTableImpl) or other._builder is not self._builder:
             raise TypeError(f"a table join needs a KTable of the same StreamsBuilder, "
                             f"got {other!r}")
         m = as_materialized(materialized)
         if foreign_key_extractor is not None:
             return self._builder.foreign_key_join(self, other, foreign_key_extractor, joiner,
-                                                  kind, m)
+                                                  kind, m, name)
         node, view, store = joins.table_table_join(
             self._builder, joins.TableSide(self._node, self.view),
-            joins.TableSide(other._node, other.view), joiner, kind, m)
+            joins.TableSide(other._node, other.view), joiner, kind, m, name)
         value_serde = optional_serde(m.value_serde) if m is not None else None
         return KTableImpl(self._builder, node, view,
                           queryable_store=store if _named(m) else None,
@@ -162,17 +174,20 @@ class KTableImpl(KTable):
 
     def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
              materialized: Materialized | str | None = None, *,
-             foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
-        return self._join("inner", other, joiner, materialized, foreign_key_extractor)
+             foreign_key_extractor: Callable[[Any], Any] | None = None,
+             name: str | None = None) -> KTable:
+        return self._join("inner", other, joiner, materialized, foreign_key_extractor, name)
 
     def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
                   materialized: Materialized | str | None = None, *,
-                  foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
-        return self._join("left", other, joiner, materialized, foreign_key_extractor)
+                  foreign_key_extractor: Callable[[Any], Any] | None = None,
+                  name: str | None = None) -> KTable:
+        return self._join("left", other, joiner, materialized, foreign_key_extractor, name)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
-                   materialized: Materialized | str | None = None) -> KTable:
-        return self._join("outer", other, joiner, materialized, None)
+                   materialized: Materialized | str | None = None, *,
+                   name: str | None = None) -> KTable:
+        return self._join("outer", other, joiner, materialized, None, name)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         if not isinstance(suppressed, Suppressed):

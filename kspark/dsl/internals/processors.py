@@ -2,8 +2,9 @@
 
 KTables carry ``Change(new, old)`` values between these processors (old values are always
 sent). Stateful processors write a key-value store and forward through :class:`TableWriter`:
-at once with caching off, at commit (from the store's flush listener) with caching on.
-Stateful outputs carry no headers, so caching on and off forward the same records.
+at once with caching off, at commit (from the store's flush listener) with caching on. As in
+Kafka Streams, a result carries the headers of the record that wrote it (with caching on, of
+the key's last write before the commit), so caching on and off forward the same records.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kspark.dsl.internals.stateless import OneToOne, pair
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import ColumnMapper
 from kspark.record_columns import NewValues, RecordColumns
-from kspark.records import Change, Record, change, event_time
+from kspark.records import Change, Headers, Record, change, event_time
 from kspark.state.key_value import InMemoryKeyValueStore
 from kspark.state.versioned import (
     PUT_RETURN_CODE_NOT_PUT,
@@ -40,21 +41,63 @@ def drop_null(context: ProcessorContext, record: Record, what: str, detail: str 
     )
 
 
+class FlushHeaders:
+    """With caching, the headers of each store key's last write since the last flush, once a
+    write had any: Kafka Streams' cache keeps each entry's record context and forwards the
+    entry with its headers at the flush (``CachingKeyValueStore.putAndMaybeForward``)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Any, Headers] = {}
+
+    def note(self, key: Any, headers: Headers) -> None:
+        """``key`` (a store key) was written by a record with ``headers``."""
+        if headers or self.pending:
+            self.pending[key] = headers
+
+    def take(self) -> dict[Any, Headers]:
+        """The headers noted since the last call, by store key."""
+        pending, self.pending = self.pending, {}
+        return pending
+
+
+def drop_not_latest(context: ProcessorContext, record: Record, detail: str) -> bool:
+    """Count ``record`` in ``dropped-records`` and return true if it is a versioned table's
+    update older than the table's latest value (``Change.is_latest`` false), which joins and
+    re-groupings skip (Kafka Streams' KIP-914)."""
+    if record.value.is_latest:
+        return False
+    context.record_dropped("not-latest", f"skipped an update of key {record.key!r:.80} older "
+                           f"than the table's latest value {detail}")
+    return True
+
+
 def change_forwarder(context: ProcessorContext, *, at_window_end: bool = False,
-                     old: Any = None) -> Callable[[list[Any]], None]:
+                     old: Any = None, headers: FlushHeaders | None = None
+                     ) -> Callable[[list[Any]], None]:
     """A batched flush listener (``StoreBase.set_flush_listener(..., batched=True)``) that
     forwards each flushed ``(key, new, old, timestamp)`` as ``Record(key, Change(new, old))``
-    with that timestamp (``at_window_end``: with the end of the key's window). With an ``old``
-    flag (:class:`~kspark.dsl.internals.table_views.OldValues`) that is off, ``old`` is sent
-    as ``None``."""
+    with that timestamp (``at_window_end``: with the end of the key's window) and the headers
+    ``headers`` noted for the key (none else). With an ``old`` flag
+    (:class:`~kspark.dsl.internals.table_views.OldValues`) that is off, ``old`` is sent as
+    ``None``."""
 
     def forward(entries: list[tuple[Any, Any, Any, int]]) -> None:
+        if headers is not None and headers.pending:
+            noted, sent = headers.take(), old is None or old.enabled
+            context.forward_all([
+                Record(k, change(new, prior if sent else None),
+                       k.window.end if at_window_end else ts, noted.get(k, ()))
+                for k, new, prior, ts in entries])
+            return
         if old is not None and not old.enabled:
             context.forward_all([Record(k, change(new, None), ts) for k, new, _, ts in entries])
             return
         context.forward_all([Record(k, change(new, prior), ts) for k, new, prior, ts in entries])
 
     def forward_at_end(entries: list[tuple[Any, Any, Any, int]]) -> None:
+        if headers is not None and headers.pending:
+            forward(entries)
+            return
         context.forward_all([Record(k, change(new, prior), k.window.end)
                              for k, new, prior, _ in entries])
 
@@ -87,7 +130,9 @@ class TableWriter:
     def __init__(self, context: ProcessorContext, store: Any, old: Any) -> None:
         self.context, self.store, self.old = context, store, old
         self.versioned = isinstance(store, InMemoryVersionedKeyValueStore)
-        self.caching = store.set_flush_listener(change_forwarder(context, old=old), batched=True)
+        self.headers = FlushHeaders()
+        self.caching = store.set_flush_listener(
+            change_forwarder(context, old=old, headers=self.headers), batched=True)
 
     def current(self, key: Any) -> Any:
         """The table's current (latest) value of ``key``."""
@@ -96,18 +141,21 @@ class TableWriter:
             return None if found is None else found.value
         return self.store.get(key)
 
-    def put(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
-        """Store ``new`` (``None`` deletes) and forward unless caching defers it (a change of
-        nothing to nothing too, as Kafka Streams forwards it)."""
+    def put(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers = ()) -> None:
+        """Store ``new`` (``None`` deletes) and forward it with ``headers`` (those of the record
+        that wrote it) unless caching defers it (a change of nothing to nothing too, as Kafka
+        Streams forwards it)."""
         code = self.store.put(key, new, timestamp)
-        if not self.caching:
+        if self.caching:
+            self.headers.note(key, headers)
+        else:
             sent = old if self.old.enabled else None
             latest = True
             if self.versioned:
                 if code == PUT_RETURN_CODE_NOT_PUT:
                     return
                 latest = code == PUT_RETURN_CODE_VALID_TO_UNDEFINED
-            self.context.forward(Record(key, change(new, sent, latest), timestamp))
+            self.context.forward(Record(key, change(new, sent, latest), timestamp, headers))
 
 
 class _StoreProcessor(Processor):
@@ -145,7 +193,8 @@ class TableSourceProcessor(Processor):
         if writer is None:
             self.context.forward(record.with_value(change(record.value, None)))
             return
-        writer.put(record.key, record.value, writer.current(record.key), event_time(record))
+        writer.put(record.key, record.value, writer.current(record.key), event_time(record),
+                   record.headers)
 
 
 class FilterValue:
@@ -219,7 +268,7 @@ class TableValueProcessor(MaterializingProcessor):
             if old is None and new is None and self.skip_empty:
                 return
         if writer is not None:
-            writer.put(key, new, old, event_time(record))
+            writer.put(key, new, old, event_time(record), record.headers)
             return
         self.context.forward(record.with_value(change(new, old, update.is_latest)))
 
@@ -261,21 +310,18 @@ class TableRepartitionMapProcessor(Processor):
 
     def process(self, record: Record) -> None:
         update: Change = record.value
-        if not update.is_latest:  # a versioned table's update older than its latest value
-            self.context.record_dropped(
-                "not-latest", f"skipped an update older than the table's latest value "
-                f"({_where(self.context, record)})")
+        if drop_not_latest(self.context, record, f"({_where(self.context, record)})"):
             return
         old = self._select(record, update.old_value, count=False)
         new = self._select(record, update.new_value, count=True)
-        ts = record.timestamp
+        ts, headers = record.timestamp, record.headers
         if old is not None and new is not None and old[0] == new[0]:
-            self.context.forward(Record(new[0], change(new[1], old[1]), ts))
+            self.context.forward(Record(new[0], change(new[1], old[1]), ts, headers))
             return
         if old is not None:
-            self.context.forward(Record(old[0], change(None, old[1]), ts))
+            self.context.forward(Record(old[0], change(None, old[1]), ts, headers))
         if new is not None:
-            self.context.forward(Record(new[0], change(new[1], None), ts))
+            self.context.forward(Record(new[0], change(new[1], None), ts, headers))
 
 
 # -- aggregations ----------------------------------------------------------------------------
@@ -305,7 +351,7 @@ class StreamAggregateProcessor(_StoreProcessor):
             old_value = old.value
             new = self.aggregator(key, value, old_value)
             ts = max(event_time(record), old.timestamp)
-        self.writer.put(key, new, old_value, ts)
+        self.writer.put(key, new, old_value, ts, record.headers)
 
 
 class TableAggregateProcessor(_StoreProcessor):
@@ -345,4 +391,4 @@ class TableAggregateProcessor(_StoreProcessor):
                 ts = max(ts, old.timestamp)
         else:
             new_agg = inter
-        self.writer.put(key, new_agg, old_agg, ts)
+        self.writer.put(key, new_agg, old_agg, ts, record.headers)

@@ -38,14 +38,6 @@ def _windowed_serde(grouped: Grouping,
     return None if inner is None else wrap(inner)
 
 
-def _burn_count_index(grouped: Grouping, materialized: Materialized | str | None) -> None:
-    """Kafka Streams' session and time-window ``count(Materialized)`` of a ``Materialized``
-    without a name takes one more store index than ``count()`` (as ``KGroupedStream``'s)."""
-    m = as_materialized(materialized)
-    if m is not None and not m.name:
-        grouped.graph.new_store_name("KSTREAM-AGGREGATE-")
-
-
 class _WindowedKStream:
     def __init__(self, grouped: Grouping, windows: Any) -> None:
         self._grouped = grouped
@@ -61,16 +53,25 @@ class _WindowedKStream:
     def _build(self, prefix: str, materialized: Materialized | str | None,
                aggregation: Aggregation, make_processor: Callable[[str], Any],
                make_store: Callable[[str, Materialized | None], Any],
-               suppress_duration_ms: int, key_serde: Serde | None, session: bool) -> KTable:
+               suppress_duration_ms: int, key_serde: Serde | None, session: bool,
+               node_name: str | None) -> KTable:
         grouped = self._grouped
         builder = grouped.graph
         m = as_materialized(materialized)
+        if node_name is not None and (not isinstance(node_name, str) or not node_name):
+            raise ValueError(f"an aggregation's name must be a non-empty string, "
+                             f"got {node_name!r}")
+        if (m is not None and not m.name and isinstance(aggregation, Count)
+                and not isinstance(self._windows, SlidingWindows)):
+            # Kafka Streams' time and session count(Materialized) takes one more store index
+            builder.new_store_name(prefix)
         store = store_name_for(builder, m, prefix)
         # the store's serdes, unless given: the grouping's key serde and the aggregation's
         store_m = with_default_serdes(m, grouped.result_key_serde,
                                       aggregation.store_value_serde(grouped.value_serde))
         store_builder = make_store(store, store_m)  # checks retention before touching the graph
-        name = builder.new_name(prefix)
+        generated = builder.new_name(prefix)  # taken with a name too, as Kafka Streams does
+        name = node_name or generated
         parent = grouped.source_for(store)
         topo = builder.topology
         topo.add_processor(name, make_processor(store), parent)
@@ -91,7 +92,7 @@ class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
     _windows: SessionWindows
 
     def _session(self, prefix: str, aggregation: Aggregation,
-                 materialized: Materialized | str | None) -> KTable:
+                 materialized: Materialized | str | None, name: str | None) -> KTable:
         w = self._windows
         emit = self._emit_strategy
         return self._build(
@@ -100,23 +101,25 @@ class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
             lambda store, m: session_store_builder(store, w, m),
             w.inactivity_gap_ms + w.grace_ms,
             _windowed_serde(self._grouped, lambda inner: SessionWindowed(inner)),
-            True,
+            True, name,
         )
 
-    def count(self, materialized: Materialized | str | None = None) -> KTable:
-        _burn_count_index(self._grouped, materialized)
-        return self._session("KSTREAM-AGGREGATE-", Count(), materialized)
+    def count(self, materialized: Materialized | str | None = None,
+              name: str | None = None) -> KTable:
+        return self._session("KSTREAM-AGGREGATE-", Count(), materialized, name)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: Materialized | str | None = None) -> KTable:
-        return self._session("KSTREAM-REDUCE-", Reduce(reducer), materialized)
+               materialized: Materialized | str | None = None,
+               name: str | None = None) -> KTable:
+        return self._session("KSTREAM-REDUCE-", Reduce(reducer), materialized, name)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
                   merger: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
         return self._session("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator, merger),
-                             materialized)
+                             materialized, name)
 
 
 class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
@@ -126,7 +129,7 @@ class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
     _windows: TimeWindows | SlidingWindows
 
     def _timed(self, prefix: str, aggregation: Aggregation,
-               materialized: Materialized | str | None) -> KTable:
+               materialized: Materialized | str | None, name: str | None) -> KTable:
         w = self._windows
         emit = self._emit_strategy
         processor, store_builder, size = timed(w)
@@ -136,20 +139,21 @@ class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
             lambda store, m: store_builder(store, w, m),
             w.grace_ms,
             _windowed_serde(self._grouped, lambda inner: TimeWindowed(inner, size)),
-            False,
+            False, name,
         )
 
-    def count(self, materialized: Materialized | str | None = None) -> KTable:
-        if isinstance(self._windows, TimeWindows):  # sliding windows' count takes none
-            _burn_count_index(self._grouped, materialized)
-        return self._timed("KSTREAM-AGGREGATE-", Count(), materialized)
+    def count(self, materialized: Materialized | str | None = None,
+              name: str | None = None) -> KTable:
+        return self._timed("KSTREAM-AGGREGATE-", Count(), materialized, name)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: Materialized | str | None = None) -> KTable:
-        return self._timed("KSTREAM-REDUCE-", Reduce(reducer), materialized)
+               materialized: Materialized | str | None = None,
+               name: str | None = None) -> KTable:
+        return self._timed("KSTREAM-REDUCE-", Reduce(reducer), materialized, name)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | str | None = None) -> KTable:
+                  materialized: Materialized | str | None = None,
+                  name: str | None = None) -> KTable:
         return self._timed("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
-                           materialized)
+                           materialized, name)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from kspark.errors import StreamsError
 from kspark.io.location import PartitionWriter, TopicLocation
-from kspark.io.schema import SINK_COLUMNS
+from kspark.io.schema import HEADERS_COLUMN, SINK_COLUMNS
 from kspark.runtime.metrics import Metrics
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
@@ -88,7 +88,9 @@ def write_in_tasks(writers: Writers, batch_id: int, run: str
                 for name in names:
                     rows = table.filter(pc.and_(records, pc.equal(topics, name)))
                     if rows.num_rows:
-                        tables[name] = rows.select(SINK_COLUMNS)
+                        tables[name] = rows.select(
+                            [*SINK_COLUMNS, HEADERS_COLUMN] if writer.takes_headers
+                            else SINK_COLUMNS)
                         observe_e2e_latency(metrics, name, rows)
                 if tables:
                     metrics.merge(writer.write(batch_id, run, partition, tables))

@@ -256,11 +256,11 @@ def uses_connector(spark: Any, source: str) -> bool:
 def connector_reader(spark: Any, options: dict[str, str],
                      partitions: Mapping[str, int | None] | None = None) -> Any:
     """A ``format("kafka")`` stream reader with the ``kspark_kafka`` source's ``options``
-    (reading committed records only). Spark's connector needs every partition in JSON starting
-    offsets; ``partitions`` (topic -> partition count) fills those left out with earliest (-2),
-    as ``kspark_kafka`` starts them. librdkafka settings are translated for the connector's
-    Java clients (:func:`java_client_options`). Raises :class:`ConnectorMissing` without the
-    connector."""
+    (reading committed records only, with their headers). Spark's connector needs every
+    partition in JSON starting offsets; ``partitions`` (topic -> partition count) fills those
+    left out with earliest (-2), as ``kspark_kafka`` starts them. librdkafka settings are
+    translated for the connector's Java clients (:func:`java_client_options`). Raises
+    :class:`ConnectorMissing` without the connector."""
     if not has_connector(spark):
         raise ConnectorMissing(
             "Spark's Kafka connector (org.apache.spark:spark-sql-kafka-0-10_2.13) is not loaded in "
@@ -270,7 +270,8 @@ def connector_reader(spark: Any, options: dict[str, str],
             f"{coordinates()[0]} (or the newest published version of Spark "
             f"{installed_version().split('.')[0]}), or use source='kspark' or 'auto'"
         )
-    opts = {"kafka.isolation.level": "read_committed", **java_client_options(options)}
+    opts = {"kafka.isolation.level": "read_committed", "includeHeaders": "true",
+            **java_client_options(options)}
     starting = opts.get("startingOffsets", "earliest")
     if partitions and starting.startswith("{"):
         given = json.loads(starting)

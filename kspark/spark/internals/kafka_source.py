@@ -342,26 +342,33 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def read_range_batch(self, rng: OffsetRange, topic: str) -> Any:
         """The records of ``rng`` in kspark's input layout (``INPUT_ARROW``), every one named
-        ``topic``, read here (in a stage's task)."""
+        ``topic``, read here (in a stage's task); with a ``headers`` column (``HEADERS``) when
+        a record has headers."""
         import pyarrow as pa
+        from confluent_kafka import Message
 
-        from kspark.spark.internals.wire import INPUT_ARROW, repeated
+        from kspark.records import encode_headers
+        from kspark.spark.internals.wire import HEADERS, INPUT_ARROW, repeated
 
-        columns: list[list[Any]] = [[], [], [], []]
-        keys, values, offsets, stamps = columns
+        columns: list[list[Any]] = [[], [], [], [], []]
+        keys, values, offsets, stamps, headers = columns
         for chunk in read_range(self.bootstrap or "", rng, self.kafka_config,
                                 self.fail_on_data_loss):
             keys += [m.key() for m in chunk]
             values += [m.value() for m in chunk]
             offsets += [m.offset() for m in chunk]
             stamps += [m.timestamp()[1] for m in chunk]
+            headers += map(Message.headers, chunk)
         n = len(offsets)
+        arrays = [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                  repeated(topic, pa.string(), n), repeated(rng.partition, pa.int32(), n),
+                  pa.array(offsets, pa.int64()), pa.array(stamps, pa.int64())]
+        if not any(headers):
+            return pa.RecordBatch.from_arrays(arrays, schema=INPUT_ARROW)
+        encoded = [encode_headers(tuple(h)) if h else None for h in headers]
         return pa.RecordBatch.from_arrays(
-            [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-             repeated(topic, pa.string(), n), repeated(rng.partition, pa.int32(), n),
-             pa.array(offsets, pa.int64()), pa.array(stamps, pa.int64())],
-            schema=INPUT_ARROW,
-        )
+            [*arrays, pa.array(encoded, pa.binary())],
+            schema=INPUT_ARROW.append(pa.field(HEADERS, pa.binary())))
 
 
 #: how the key of a Kafka range row begins (file range rows carry a file's spec instead)
@@ -400,9 +407,14 @@ def kafka_arrow_schema() -> Any:
 
 def kafka_input_frame(frame: Any, topic: str | None = None) -> Any:
     """A DataFrame with the columns of Spark's Kafka source in kspark's input layout (timestamp
-    in epoch milliseconds); ``topic`` renames every row's topic (the topology's name for it)."""
+    in epoch milliseconds, and the records' headers as Kafka's list, null without any);
+    ``topic`` renames every row's topic (the topology's name for it)."""
     from pyspark.sql import functions as F
 
+    from kspark.spark.internals.wire import HEADER_LIST, HEADERS
+
+    headers = (F.col(HEADERS) if HEADERS in frame.columns
+               else F.lit(None)).cast(HEADER_LIST).alias(HEADERS)
     return frame.select(
         "key",
         "value",
@@ -410,4 +422,5 @@ def kafka_input_frame(frame: Any, topic: str | None = None) -> Any:
         F.col("partition").cast("int"),
         F.col("offset").cast("long"),
         F.unix_millis(F.col("timestamp")).alias("timestamp"),
+        headers,
     )

@@ -13,7 +13,7 @@ from kspark.io.frame import FrameTopic
 from kspark.io.kafka import KafkaTopic
 from kspark.spark.internals.kafka_input import kafka_ranges_frame, kafka_source_frame
 from kspark.spark.internals.kafka_source import kafka_input_frame
-from kspark.spark.internals.wire import INPUT_TYPES, ROW_DDL
+from kspark.spark.internals.wire import HEADERS, INPUT_TYPES, ROW_DDL
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
@@ -57,7 +57,7 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
     # many records to a row through the shuffle and into the stages' Python workers (which
     # take several microseconds per row); the file source packs as it reads
     typed = [F.col(c).cast(t).alias(c) for c, t in INPUT_TYPES]
-    return frame.select(*typed).mapInArrow(pack_stream, ROW_DDL)
+    return frame.select(*typed, HEADERS).mapInArrow(pack_stream, ROW_DDL)
 
 
 def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: StreamsConfig,

@@ -12,10 +12,11 @@ import pyarrow as pa
 
 from kspark.errors import StreamsError
 from kspark.hashing import kafka_partitions
+from kspark.records import Headers, decode_headers, encode_headers
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
-from kspark.runtime.serialized import Encoded, SourceBatch, output_partitions
+from kspark.runtime.serialized import Encoded, SourceBatch, output_headers, output_partitions
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
@@ -100,6 +101,7 @@ def _run_task(
         for i, p in enumerate(chosen):
             if p is not None:
                 partitions[i] = p % stage.topic_partitions.get(topics[i], 1)
+    headers = output_headers(result.parts)
     rows: dict[str, list[Any]] = {
         "kind": [KIND_RECORD] * count,
         "topic": topics,
@@ -109,6 +111,8 @@ def _run_task(
         "partition": partitions.tolist(),
         "offset": list(range(base, base + count)),
         "task": [task_id] * count,
+        "headers": ([None] * count if headers is None
+                    else [encode_headers(h) if h else None for h in headers]),
     }
     if stage.changelog_topics:
         _changelog_rows(
@@ -124,6 +128,7 @@ def _run_task(
             partition,
             -1,
             task_id,
+            None,
         )
         for column, value in zip(ROW_COLUMNS, metrics_row):
             rows[column].append(value)
@@ -191,13 +196,16 @@ def _changelog_rows(
             [partition] * n,
             [-1] * n,
             [task_id] * n,
+            [None] * n,
         )
         for column, items in zip(ROW_COLUMNS, columns):
             rows[column].extend(items)
 
 
-#: the columns of a task's input records, as :func:`record_columns` gives them
+#: the columns of a task's input records, as :func:`record_columns` gives them (and
+#: ``headers``, :func:`encode_headers` bytes or ``None``, when some record has any)
 RECORD_FIELDS = ("topic", "key", "value", "timestamp", "partition", "offset")
+_HEADERS = "headers"
 _RECORD_DTYPES = (object, object, object, np.int64, np.int64, np.int64)
 
 
@@ -243,19 +251,27 @@ def record_columns(
                 columns[name] = known[codes]
             else:
                 columns[name] = column.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+        if _HEADERS in table.schema.names and table.column(_HEADERS).null_count < len(table):
+            columns[_HEADERS] = table.column(_HEADERS).to_numpy(zero_copy_only=False)
         parts.append(columns)
     if not packed.all():
         plain = frame[~packed]
-        parts.append({
-            name: plain[name].to_numpy(dtype=dtype)
-            for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
-        })
+        columns = {name: plain[name].to_numpy(dtype=dtype)
+                   for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)}
+        if _HEADERS in plain and plain[_HEADERS].notna().any():
+            columns[_HEADERS] = plain[_HEADERS].to_numpy(dtype=object)
+        parts.append(columns)
     if len(parts) == 1:
         return parts[0]
-    return {  # the codes of the packed part are left out
+    out = {  # the codes of the packed part are left out
         name: np.concatenate([p[name] for p in parts]) if parts else np.empty(0, dtype)
         for name, dtype in zip(RECORD_FIELDS, _RECORD_DTYPES)
     }
+    if any(_HEADERS in p for p in parts):
+        out[_HEADERS] = np.concatenate([
+            p[_HEADERS] if _HEADERS in p else np.full(len(p["offset"]), None, dtype=object)
+            for p in parts])
+    return out
 
 
 def _codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -300,6 +316,12 @@ def _batch(
             return None
         return column(f"{name}_codes", np.int64), np.asarray(frame[f"{name}_uniques"])
 
+    headers: list[Headers] | None = None
+    if _HEADERS in frame:
+        headers = [() if h is None else decode_headers(h)
+                   for h in column(_HEADERS, object).tolist()]
+        if not any(headers):
+            headers = None
     return SourceBatch(
         column("timestamp", np.int64),
         column("partition", np.int64),
@@ -310,4 +332,5 @@ def _batch(
         topics,
         encoded("key"),
         encoded("value"),
+        headers,
     )

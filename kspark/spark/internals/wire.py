@@ -3,7 +3,7 @@ read and write, the kinds of row, and how many records travel packed in one row.
 
 Every row has the columns :data:`ROW_COLUMNS`; its ``kind`` says what it is:
 
-- ``record``: one record of ``topic`` (key, value, timestamp, partition, offset);
+- ``record``: one record of ``topic`` (key, value, timestamp, partition, offset, headers);
 - ``packed``: many records of ``topic`` and ``partition`` as Arrow IPC bytes in ``key``
   (:func:`pack_records` for a source's records, :func:`pack_output` for a task's results);
 - ``file``: a range of records that the task of ``partition`` reads itself (``key`` holds the
@@ -15,6 +15,10 @@ Every row has the columns :data:`ROW_COLUMNS`; its ``kind`` says what it is:
 
 User frames of Spark's Kafka connector have Kafka's columns (:data:`INPUT_COLUMNS`) and become
 packed rows through :func:`pack_stream`.
+
+A record's headers travel as the bytes of :func:`kspark.records.encode_headers` in a
+``headers`` column: null where a record has none, and left out of the records a packed row
+carries when none of them has any (so records without headers cost nothing more).
 """
 
 from __future__ import annotations
@@ -37,21 +41,28 @@ RECORD_KINDS = (KIND_RECORD, KIND_PACKED, KIND_FILE)
 
 #: the columns of every row between kspark's sources and stages, and their types
 ROW_TYPES = [("kind", "string"), ("topic", "string"), ("key", "binary"), ("value", "binary"),
-             ("timestamp", "long"), ("partition", "int"), ("offset", "long"), ("task", "string")]
+             ("timestamp", "long"), ("partition", "int"), ("offset", "long"), ("task", "string"),
+             ("headers", "binary")]
 ROW_COLUMNS = [c for c, _ in ROW_TYPES]
 ROW_DDL = ", ".join(f"{c} {t}" for c, t in ROW_TYPES)
 ROW_ARROW = pa.schema([("kind", pa.string()), ("topic", pa.string()), ("key", pa.binary()),
                        ("value", pa.binary()), ("timestamp", pa.int64()),
-                       ("partition", pa.int32()), ("offset", pa.int64()), ("task", pa.string())])
+                       ("partition", pa.int32()), ("offset", pa.int64()), ("task", pa.string()),
+                       ("headers", pa.binary())])
 #: numpy dtypes of :data:`ROW_COLUMNS` for rows built as columns
 ROW_DTYPES = {
     "kind": object, "topic": object, "key": object, "value": object,
     "timestamp": np.int64, "partition": np.int32, "offset": np.int64, "task": object,
+    "headers": object,
 }
 
 #: the columns of Spark's Kafka source (timestamp in epoch ms): records as readers give them
+#: (a reader may add a ``headers`` column: :data:`HEADERS`, or Kafka's :data:`HEADER_LIST`)
 INPUT_TYPES = [("key", "binary"), ("value", "binary"), ("topic", "string"),
                ("partition", "int"), ("offset", "long"), ("timestamp", "long")]
+HEADERS = "headers"
+#: Spark's type of the headers column of its Kafka source
+HEADER_LIST = "array<struct<key:string,value:binary>>"
 INPUT_COLUMNS = [c for c, _ in INPUT_TYPES]
 INPUT_ARROW = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
                          ("partition", pa.int32()), ("offset", pa.int64()),
@@ -82,15 +93,35 @@ def partition_slices(batch: Any) -> list[tuple[int, Any]]:
 
 
 def task_records(batch: Any) -> Any:
-    """The columns of input rows that a task gets (:data:`_PACKED_FIELDS`), with keys and
-    values dictionary-encoded where they repeat (:func:`_dictionary`): each distinct byte
-    string travels once, and the task gets them as codes (see
-    kspark.runtime.serialized.Encoded)."""
+    """The columns of input rows that a task gets (:data:`_PACKED_FIELDS`, and the headers
+    when some record has any), with keys and values dictionary-encoded where they repeat
+    (:func:`_dictionary`): each distinct byte string travels once, and the task gets them as
+    codes (see kspark.runtime.serialized.Encoded)."""
+    fields = list(_PACKED_FIELDS)
+    headers = header_bytes(batch)
     return pa.RecordBatch.from_arrays(
         [_dictionary(batch.column(f)) if f in ("key", "value") else batch.column(f)
-         for f in _PACKED_FIELDS],
-        names=list(_PACKED_FIELDS),
+         for f in fields] + ([] if headers is None else [headers]),
+        names=fields + ([] if headers is None else [HEADERS]),
     )
+
+
+def header_bytes(batch: Any) -> Any | None:
+    """The ``headers`` column of ``batch`` as :func:`~kspark.records.encode_headers` bytes
+    (null: none), converted from Kafka's list of (key, value) structs if need be; ``None``
+    when the batch has no such column or no record has a header."""
+    names = batch.schema.names
+    if HEADERS not in names:
+        return None
+    column = batch.column(names.index(HEADERS))
+    if column.null_count == len(column):
+        return None
+    if pa.types.is_binary(column.type):
+        return column
+    from kspark.records import encode_headers
+
+    return pa.array([None if not h else encode_headers(tuple((p["key"], p["value"]) for p in h))
+                     for h in column.to_pylist()], pa.binary())
 
 
 def pack_records(batch: Any) -> Any:
@@ -125,6 +156,7 @@ def pack_records(batch: Any) -> Any:
             pa.array(row_parts, pa.int32()),
             pa.array(firsts, pa.int64()),
             pa.nulls(rows, pa.string()),
+            pa.nulls(rows, pa.binary()),
         ],
         schema=ROW_ARROW,
     )
@@ -149,6 +181,7 @@ def rows_of(kind: str, topic: str | None, key: Any, partition: Any, offset: Any,
             pa.array(partition, pa.int32()),
             pa.array(offset, pa.int64()),
             pa.nulls(n, pa.string()),
+            pa.nulls(n, pa.binary()),
         ],
         schema=ROW_ARROW,
     )
@@ -186,10 +219,11 @@ def record_rows(batch: Any) -> Any:
     ``record`` row each (:data:`ROW_ARROW`)."""
     n = batch.num_rows
     column = {f.name: c.cast(f.type) for c, f in zip(batch.columns, INPUT_ARROW)}
+    headers = header_bytes(batch)
     return pa.RecordBatch.from_arrays(
         [repeated(KIND_RECORD, pa.string(), n), column["topic"], column["key"],
          column["value"], column["timestamp"], column["partition"], column["offset"],
-         pa.nulls(n, pa.string())],
+         pa.nulls(n, pa.string()), pa.nulls(n, pa.binary()) if headers is None else headers],
         schema=ROW_ARROW,
     )
 
@@ -228,6 +262,10 @@ def concat_records(tables: list[Any]) -> Any:
     :func:`task_records`) and not in others is decoded in all."""
     if len(tables) == 1:
         return tables[0]
+    if any(HEADERS in t.schema.names for t in tables):  # null headers where a table has none
+        tables = [t if HEADERS in t.schema.names
+                  else t.append_column(HEADERS, pa.nulls(t.num_rows, pa.binary()))
+                  for t in tables]
     if any(t.schema != tables[0].schema for t in tables[1:]):
         tables = [_plain(t) for t in tables]
     return pa.concat_tables(tables)
@@ -255,10 +293,12 @@ def records_of(topics: list[str], partitions: list[int], tables: list[Any]) -> A
     )
 
 
-#: the columns of a packed output row's records (see :func:`pack_output`)
+#: the columns of a packed output row's records (see :func:`pack_output`; and ``headers`` when
+#: some record has any)
 _OUTPUT_PACKED = pa.schema([("key", pa.binary()), ("value", pa.binary()),
                             ("timestamp", pa.int64()), ("partition", pa.int32()),
                             ("offset", pa.int64())])
+_OUTPUT_HEADERS = _OUTPUT_PACKED.append(pa.field(HEADERS, pa.binary()))
 
 
 def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
@@ -277,19 +317,19 @@ def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
         return columns
     keep = np.ones(len(kinds), dtype=bool)
     packed: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
+    has_headers = pd.notna(columns["headers"])
     for topic in sinks:
         idx = np.flatnonzero(records & (topics == topic))
         keep[idx] = False
+        schema = _OUTPUT_HEADERS if has_headers[idx].any() else _OUTPUT_PACKED
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(columns[f.name][idx], f.type) for f in _OUTPUT_PACKED],
-            schema=_OUTPUT_PACKED,
-        )
+            [pa.array(columns[f.name][idx], f.type) for f in schema], schema=schema)
         first = int(idx[0])
         for name, value in (("kind", KIND_PACKED), ("topic", str(topic)),
                             ("key", ipc_bytes(batch)), ("value", None),
                             ("timestamp", -1), ("partition", columns["partition"][first]),
                             ("offset", columns["offset"][first]),
-                            ("task", columns["task"][first])):
+                            ("task", columns["task"][first]), ("headers", None)):
             packed[name].append(value)
     return {
         name: np.concatenate([columns[name][keep], np.array(packed[name], dtype=dtype)])
@@ -318,6 +358,8 @@ def unpack_output(table: pa.Table) -> pa.Table:
             "topic": repeated(topics[row].as_py(), pa.string(), n),
             **{name: inner.column(name) for name in _OUTPUT_PACKED.names},
             "task": repeated(tasks[row].as_py(), pa.string(), n),
+            HEADERS: (inner.column(HEADERS) if HEADERS in inner.schema.names
+                      else pa.nulls(n, pa.binary())),
         }).cast(table.schema))
         prev = row + 1
     if prev < table.num_rows:

@@ -112,7 +112,7 @@ def stream_stream_join(
     topo = graph.topology
 
     def name(suffix: str, prefix: str) -> str:
-        return f"{sj.name}{suffix}" if sj.name else graph.new_name(prefix)
+        return _named_or_new(graph, sj.name, suffix, prefix)
 
     this_windowed = name("-this-windowed", "KSTREAM-WINDOWED-")
     other_windowed = name("-other-windowed", "KSTREAM-WINDOWED-")
@@ -210,7 +210,8 @@ def stream_table_join(
         prefix = "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-"
     else:
         prefix = "KSTREAM-LEFTJOIN-"  # Kafka Streams names both global joins so
-    name = j.name or graph.new_name(prefix)
+    generated = graph.new_name(prefix)  # taken with a name too, as Kafka Streams does
+    name = j.name or generated
     buffer = None if j.grace is None else f"{name}-Buffer"
     topo = graph.topology
     key_serde = _serde(j.key_serde, stream.key_serde)
@@ -241,8 +242,10 @@ def table_table_join(
     joiner: Callable[[Any, Any], Any],
     kind: str,
     materialized: Materialized | None,
+    name: str | None = None,
 ) -> tuple[str, TableView, str | None]:
-    """Add a table-table join of ``kind`` on the primary key; return the merge node, the
+    """Add a table-table join of ``kind`` on the primary key (``name``: its merge node, the
+    join processors ``<name>-join-this`` / ``-join-other``); return the merge node, the
     result's view and its store (``None``: not materialized)."""
     if not callable(joiner):
         raise TypeError(f"joiner must be callable, got {joiner!r}")
@@ -255,9 +258,9 @@ def table_table_join(
     this_getter, other_getter = this.view.getter(), other.view.getter()
     store = None if materialized is None else store_name_for(graph, materialized,
                                                              "KTABLE-MERGE-")
-    merge = graph.new_name("KTABLE-MERGE-")
-    this_join = graph.new_name("KTABLE-JOINTHIS-")
-    other_join = graph.new_name("KTABLE-JOINOTHER-")
+    merge = _named_or_new(graph, name, "", "KTABLE-MERGE-")
+    this_join = _named_or_new(graph, name, "-join-this", "KTABLE-JOINTHIS-")
+    other_join = _named_or_new(graph, name, "-join-other", "KTABLE-JOINOTHER-")
     this_old, other_old, merge_old = OldValues(), OldValues(), OldValues()
     topo = graph.topology
     topo.add_processor(this_join, partial(TableTableJoinProcessor, this_kind, other_getter,
@@ -285,6 +288,13 @@ def table_table_join(
     return merge, JoinedView(merge_old, olds, enable_upstream, getter), store
 
 
+def _named_or_new(graph: DslGraph, name: str | None, suffix: str, prefix: str) -> str:
+    """``name + suffix``, or the next generated name: its index is taken either way (Kafka
+    Streams' ``NamedInternal.suffixWithOrElseGet``)."""
+    generated = graph.new_name(prefix)
+    return generated if name is None else name + suffix
+
+
 class ForeignKeyTables(NamedTuple):
     """What a foreign-key join needs of its two tables."""
 
@@ -303,9 +313,11 @@ def foreign_key_join(
     joiner: Callable[[Any, Any], Any],
     kind: str,
     materialized: Materialized | None,
+    name: str | None = None,
 ) -> tuple[str, TableView]:
     """Add a foreign-key join (inner or left) with Kafka Streams' nodes, topics and stores
-    (:mod:`.foreign_key`); return its result node and view."""
+    (:mod:`.foreign_key`), named after ``name`` if given (``TableJoined.as``); return its
+    result node and view."""
     if kind not in ("inner", "left"):
         raise TopologyError("a foreign-key join is an inner or a left join")
     for what, fn in (("foreign_key_extractor", extractor), ("joiner", joiner)):
@@ -317,19 +329,23 @@ def foreign_key_join(
     left.view.enable_sending_old_values(True)
     left_getter, right_getter = left.view.getter(), right.view.getter()
     pk, fk = tables.left_key_serde, tables.right_key_serde
-    registration = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
-    send = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-")
-    registration_sink = graph.new_name("KTABLE-SINK-")
-    registration_source = graph.new_name("KTABLE-SOURCE-")
-    store = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-")
-    receive = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
-    answer = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
-    foreign = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
-    response = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-") + "-topic"
-    response_sink = graph.new_name("KTABLE-SINK-")
-    response_source = graph.new_name("KTABLE-SOURCE-")
-    resolve = graph.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-")
-    output = graph.new_name("KTABLE-FK-JOIN-OUTPUT-")
+    def named(suffix: str, prefix: str) -> str:
+        return _named_or_new(graph, name, suffix, prefix)
+
+    fk_prefix = "KTABLE-FK-JOIN-SUBSCRIPTION-"
+    registration = named("-subscription-registration", fk_prefix + "REGISTRATION-") + "-topic"
+    send = named("-subscription-registration-processor", fk_prefix + "REGISTRATION-")
+    registration_sink = named("-subscription-registration-sink", "KTABLE-SINK-")
+    registration_source = named("-subscription-registration-source", "KTABLE-SOURCE-")
+    store = named("-subscription-store", fk_prefix + "STATE-STORE-")
+    receive = named("-subscription-receive", fk_prefix + "PROCESSOR-")
+    answer = named("-subscription-join-foreign", fk_prefix + "PROCESSOR-")
+    foreign = named("-foreign-join-subscription", fk_prefix + "PROCESSOR-")
+    response = named("-subscription-response", fk_prefix + "RESPONSE-") + "-topic"
+    response_sink = named("-subscription-response-sink", "KTABLE-SINK-")
+    response_source = named("-subscription-response-source", "KTABLE-SOURCE-")
+    resolve = named("-subscription-response-resolver", fk_prefix + "RESPONSE-RESOLVER-PROCESSOR-")
+    output = named("-result", "KTABLE-FK-JOIN-OUTPUT-")
     result_store = store_name_for(graph, materialized, "KTABLE-FK-JOIN-OUTPUT-")
     subscriptions = SubscriptionSerde(pk)
     responses = ResponseSerde(tables.right_value_serde)

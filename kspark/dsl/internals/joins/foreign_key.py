@@ -7,7 +7,8 @@ keyed by foreign key, so that the right table's side receives it. There
 :class:`SubscriptionReceiveProcessor` keeps the subscriptions in a store (``{foreign key
 length}{foreign key}{left key}`` -> subscription) and :class:`SubscriptionJoinProcessor` answers
 each with the right row's value; a change of a right row answers every subscription to it
-(:class:`ForeignTableJoinProcessor`, a prefix scan of the store). Answers go back keyed by the
+(:class:`ForeignTableJoinProcessor`, a prefix scan of the store; a versioned right table's
+out-of-order update answers none). Answers go back keyed by the
 left key through the response topic to :class:`ResponseJoinProcessor`, which joins them with the
 left row's current value, unless the left row has changed since it subscribed (the answer's hash
 of the left value differs): then the answer is stale and dropped, so no result is ever computed
@@ -28,7 +29,7 @@ from kspark.dsl.internals.joins.fk_wire import (
     split_combined_key,
     value_hash,
 )
-from kspark.dsl.internals.processors import drop_null
+from kspark.dsl.internals.processors import drop_not_latest, drop_null
 from kspark.dsl.internals.table_views import ValueGetterSupplier
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.records import Change, Record, event_time
@@ -58,10 +59,7 @@ class SubscriptionSendProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        if not change.is_latest:  # a versioned table's update older than its latest value
-            self.context.record_dropped(
-                "not-latest", f"skipped an update of key {record.key!r:.80} older than the "
-                f"table's latest value ({self.context.processor_name!r})")
+        if drop_not_latest(self.context, record, f"({self.context.processor_name!r})"):
             return
         old, new = change.old_value, change.new_value
         old_fk = None if old is None else self.extractor(old)
@@ -193,6 +191,9 @@ class ForeignTableJoinProcessor(_SubscriptionStoreProcessor):
         if record.key is None:
             drop_null(self.context, record, "key",
                       f"in foreign-key join {self.context.processor_name!r}")
+            return
+        if drop_not_latest(self.context, record,
+                           f"in foreign-key join {self.context.processor_name!r}"):
             return
         value = record.value.new_value
         forward = self.context.forward

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kspark.dsl.internals.processors import MaterializingProcessor, drop_null
+from kspark.dsl.internals.processors import MaterializingProcessor, drop_not_latest, drop_null
 from kspark.dsl.internals.table_views import ValueGetter, ValueGetterSupplier
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.records import Change, Record, ValueAndTimestamp, change, event_time
@@ -57,10 +57,8 @@ class TableTableJoinProcessor(Processor):
                       f"in table-table join {self.context.processor_name!r}")
             return
         update: Change = record.value
-        if not update.is_latest:  # a versioned table's update older than its latest value
-            self.context.record_dropped(
-                "not-latest", f"skipped an update of key {key!r:.80} older than the table's "
-                f"latest value in table-table join {self.context.processor_name!r}")
+        if drop_not_latest(self.context, record,
+                           f"in table-table join {self.context.processor_name!r}"):
             return
         new, old = update.new_value, update.old_value
         found = self.getter.get(key)
@@ -93,7 +91,8 @@ class TableJoinMergeProcessor(MaterializingProcessor):
     def process(self, record: Record) -> None:
         update: Change = record.value
         if self.writer is not None:
-            self.writer.put(record.key, update.new_value, update.old_value, event_time(record))
+            self.writer.put(record.key, update.new_value, update.old_value, event_time(record),
+                            record.headers)
         elif self.old.enabled:
             self.context.forward(record)
         else:

@@ -9,11 +9,11 @@ from typing import Any, Generic, TypeVar
 
 from kspark._duration import to_ms
 from kspark.dsl.internals.aggregations import Aggregation
-from kspark.dsl.internals.processors import change_forwarder
+from kspark.dsl.internals.processors import FlushHeaders, change_forwarder
 from kspark.dsl.materialized import Materialized
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.processor.batch import StreamTimeFollower
-from kspark.records import Record, change
+from kspark.records import Headers, Record, change
 from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, EmitType, SlidingWindows, TimeWindows, Window, Windowed
 
@@ -65,13 +65,15 @@ def window_store_builder(
 
 
 def open_window_store(context: ProcessorContext, store_name: str, emit_final: bool,
-                      at_window_end: bool = False) -> tuple[Any, dict[str, Any], bool]:
+                      at_window_end: bool = False, headers: FlushHeaders | None = None
+                      ) -> tuple[Any, dict[str, Any], bool]:
     """A windowed aggregation's store, its persisted processor state, and whether the store's
     cache forwards the updates (on_window_close forwards only final results: the cache's
     output is ignored). With ``at_window_end`` the cache forwards each update with its
-    window's end as timestamp (sessions, as Kafka Streams), else with the entry's."""
+    window's end as timestamp (sessions, as Kafka Streams), else with the entry's; with the
+    ``headers`` noted for its key."""
     store: Any = context.get_state_store(store_name)
-    listener = change_forwarder(context, at_window_end=at_window_end)
+    listener = change_forwarder(context, at_window_end=at_window_end, headers=headers)
     caching = False if emit_final else store.set_flush_listener(listener, batched=True)
     return store, context.processor_state, caching
 
@@ -179,13 +181,20 @@ class WindowedAggregateBase(Processor, StreamTimeFollower, Generic[W]):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
+        self.headers = FlushHeaders()
         self.store, self.state, self.caching = open_window_store(
-            context, self.store_name, self.emit_final)
+            context, self.store_name, self.emit_final, headers=self.headers)
 
-    def forward_update(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
-        """Forward an update now unless caching (flush listener) or on_window_close owns it."""
-        if not self.emit_final and not self.caching:
-            self.context.forward(Record(windowed, change(new, old), timestamp))
+    def forward_update(self, windowed: Windowed, new: Any, old: Any, timestamp: int,
+                       headers: Headers = ()) -> None:
+        """Forward an update with ``headers`` (the record's) now, unless caching (flush
+        listener, with the headers of the window's last record) or on_window_close owns it."""
+        if self.emit_final:
+            return
+        if self.caching:
+            self.headers.note(windowed, headers)
+        else:
+            self.context.forward(Record(windowed, change(new, old), timestamp, headers))
 
     def closed_windows(self, lo: int, hi: int) -> list[tuple[Windowed, Any, int]]:
         """``(windowed, agg, timestamp)`` of every stored window with ``lo <= start <= hi``,
@@ -210,7 +219,10 @@ class WindowedAggregateBase(Processor, StreamTimeFollower, Generic[W]):
     def _pending_final(self, close: int) -> list[tuple[Windowed, Any, int]] | None:
         raise NotImplementedError
 
-    def emit_final_results(self, pending: list[tuple[Windowed, Any, int]], close: int) -> None:
+    def emit_final_results(self, pending: list[tuple[Windowed, Any, int]], close: int,
+                           headers: Headers = ()) -> None:
+        """Forward the closed windows' final results, with the headers of the record that
+        closed them (Kafka Streams' ``maybeForwardFinalResult``)."""
         for windowed, agg, timestamp in pending:
-            self.context.forward(Record(windowed, change(agg, None), timestamp))
+            self.context.forward(Record(windowed, change(agg, None), timestamp, headers))
         self.state[LAST_EMIT] = close

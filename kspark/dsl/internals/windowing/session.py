@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kspark.dsl.internals.aggregations import Aggregation
+from kspark.dsl.internals.processors import FlushHeaders
 from kspark.dsl.internals.windowing.common import (
     LAST_EMIT,
     OBSERVED,
@@ -91,8 +92,11 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
+        #: cached changes' headers: a cached session's update or removal has the headers of
+        #: the record that made it (Kafka Streams' cache context; uncached, it forwards none)
+        self.headers = FlushHeaders()
         self.store, self.state, self.caching = open_window_store(
-            context, self.store_name, self.emit_final, at_window_end=True)
+            context, self.store_name, self.emit_final, at_window_end=True, headers=self.headers)
         #: on_window_close: ``(end, start, key)`` of stored sessions not yet forwarded, built
         #: from the store on first use (so also after a restart)
         self.pending_closes: PendingCloses | None = None
@@ -126,6 +130,10 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
                         store.remove(Windowed(key, Window(s, e)), ts)
                     raise
                 store.replace_sessions(key, removed, start, end, agg, ts)
+                if self.caching and (record.headers or self.headers.pending):
+                    for e, s in removed:
+                        self.headers.note(Windowed(key, Window(s, e)), record.headers)
+                    self.headers.note(Windowed(key, Window(start, end)), record.headers)
             else:  # each change forwarded as it is made
                 for e, s, old in found if removed else ():
                     windowed = Windowed(key, Window(s, e))
@@ -144,7 +152,8 @@ class SessionWindowAggregateProcessor(Processor, BatchProcessor, StreamTimeFollo
         if closed is not None:
             for windowed, final in closed:
                 if not removed or (windowed.window.end, windowed.window.start) not in removed:
-                    self.context.forward(Record(windowed, change(final, None), windowed.window.end))
+                    self.context.forward(Record(windowed, change(final, None),
+                                                windowed.window.end, record.headers))
             self.state[LAST_EMIT] = close
 
     def advance_stream_time(self, timestamp: int) -> None:

@@ -71,7 +71,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase[SlidingWindows]):
         else:
             self._process_in_order(record)
         if pending is not None:
-            self.emit_final_results(pending, close)
+            self.emit_final_results(pending, close, record.headers)
 
     # -- window updates ------------------------------------------------------------------------
     def _update(self, record: Record, start: int, base: ValueAndTimestamp | None, old: Any) -> None:
@@ -89,14 +89,15 @@ class SlidingWindowAggregateProcessor(WindowedAggregateBase[SlidingWindows]):
         new = self.aggregator(record.key, record.value, agg)
         # a delete is logged at the record's time (as time windows, see there)
         self.store.put(record.key, new, start, ts if new is None else new_ts)
-        self.forward_update(Windowed(record.key, window), new, old, new_ts)
+        self.forward_update(Windowed(record.key, window), new, old, new_ts, record.headers)
 
     def _create_right_window(self, record: Record, content: ValueAndTimestamp) -> None:
         """Store the record's right window holding ``content`` (the records after it)."""
         start = event_time(record) + 1
         window = Window(start, start + self.windows.time_difference_ms)
         self.store.put(record.key, content.value, start, content.timestamp)
-        self.forward_update(Windowed(record.key, window), content.value, None, content.timestamp)
+        self.forward_update(Windowed(record.key, window), content.value, None, content.timestamp,
+                            record.headers)
 
     def _process_in_order(self, record: Record) -> None:
         """Kafka Streams' ``processReverse`` (the path it takes with its built-in stores, which

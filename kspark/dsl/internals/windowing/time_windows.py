@@ -70,9 +70,9 @@ class TimeWindowAggregateProcessor(WindowedAggregateBase[TimeWindows]):
             # a delete (the aggregator returned None) is logged at the record's time, as Kafka
             # Streams' ChangeLoggingTimestampedWindowBytesStore#log logs a null value
             self.store.put(key, new, window.start, ts if new is None else new_ts)
-            self.forward_update(Windowed(key, window), new, old, new_ts)
+            self.forward_update(Windowed(key, window), new, old, new_ts, record.headers)
         if pending is not None:
-            self.emit_final_results(pending, close)
+            self.emit_final_results(pending, close, record.headers)
 
     def _pending_final(self, close: int) -> list[tuple[Windowed, Any, int]] | None:
         """Windows closed since the last emission (``end <= close``), or ``None`` if the close

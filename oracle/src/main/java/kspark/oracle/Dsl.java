@@ -34,13 +34,19 @@ import org.apache.kafka.streams.kstream.ValueMapper;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKeySupplier;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.ProcessorContext;
 import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 import java.time.Duration;
@@ -73,8 +79,8 @@ final class Dsl {
         SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
         SHAPES.put("process_values", Set.of("rekey", "caching"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
-        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "retention", "none_on", "raise_on"));
-        SHAPES.put("named", Set.of("names"));
+        SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "size", "retention", "none_on", "raise_on"));
+        SHAPES.put("named", Set.of("names", "parts", "kinds", "store_names", "rekey_right"));
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names", "int_key_on"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
             "op_unnamed", "op_named", "none_on", "raise_on"));
@@ -93,7 +99,7 @@ final class Dsl {
             case "timestamp_extractor" -> timestampExtractor(p);
             case "cogroup" -> cogroup(p);
             case "table_ops" -> tableOps(p);
-            case "named" -> named(p);
+            case "named" -> NamedShape.build(p);
             case "grouping" -> grouping(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
@@ -244,6 +250,7 @@ final class Dsl {
         final boolean named = p.bool("named", true);
         final String windows = p.choice("windows", "none", Set.of("none", "time", "sliding", "session"));
         final long grace = p.ms("grace", 0L, 0);
+        final long size = p.ms("size", 10L, 1); // window size, time difference or inactivity gap
         Materialized m = named ? Materialized.as("store") : Materialized.with(Serdes.String(), Serdes.Long());
         m = m.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
@@ -260,19 +267,19 @@ final class Dsl {
             case "none" -> cogrouped.aggregate(() -> 0L, m)
                 .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
             case "session" -> {
-                cogrouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                cogrouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace)))
                     .aggregate(() -> 0L, (k, x, y) -> x + y, m)
                     .toStream().to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
                 keys = new SessionWindowedDeserializer<>(new StringDeserializer());
             }
             default -> {
                 final KTable<Windowed<String>, Long> table = windows.equals("time")
-                    ? cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                    ? cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace)))
                         .aggregate(() -> 0L, m)
-                    : cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(grace)))
+                    : cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(size), Duration.ofMillis(grace)))
                         .aggregate(() -> 0L, m);
-                table.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), Serdes.Long()));
-                keys = new TimeWindowedDeserializer<>(new StringDeserializer(), 10L);
+                table.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, size), Serdes.Long()));
+                keys = new TimeWindowedDeserializer<>(new StringDeserializer(), size);
             }
         }
         final Built built = built(builder, List.of("a", "b"), keys, new LongDeserializer());
@@ -319,11 +326,41 @@ final class Dsl {
                 branches.get("attributed-unclicked").groupByKey().count(Materialized.as("unclicked-counts"))
                     .toStream().to("unclicked-counts");
             }
-            default -> throw new CaseError("unknown topology '" + name + "' (known: join_and_branch, sessions_example)");
+            case "global_stores_and_transform" -> {
+                // tests/oracle/test_describe.py: a named and an unnamed global store, a table's
+                // values transformed (named, materialized), a stream written out
+                builder.addGlobalStore(
+                    Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("prices"), Serdes.String(), Serdes.Long()),
+                    "prices", Consumed.with(Serdes.String(), Serdes.Long()).withName("price-updates"), StoreWriter::new);
+                builder.addGlobalStore(
+                    Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("rates"), Serdes.String(), Serdes.Long()),
+                    "rates", Consumed.with(Serdes.String(), Serdes.Long()), StoreWriter::new);
+                builder.table("accounts", Consumed.with(Serdes.String(), Serdes.Long()))
+                    .transformValues(TAGGED, Materialized.as("tagged"), Named.as("tag"))
+                    .toStream().to("tagged");
+                builder.stream("clicks").to("out");
+            }
+            default -> throw new CaseError("unknown topology '" + name
+                + "' (known: global_stores_and_transform, join_and_branch, sessions_example)");
         }
         final ArrayNode lines = Oracle.NODES.arrayNode();
         lines.addObject().put("kind", "describe").put("text", builder.build().describe().toString());
         return lines;
+    }
+
+    /** A global store's processor: puts each record into the store it keeps. */
+    static final class StoreWriter implements Processor<String, Long, Void, Void> {
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(final org.apache.kafka.streams.processor.api.ProcessorContext<Void, Void> context) {
+            store = context.getStateStore(context.recordMetadata().map(m -> m.topic()).orElse("prices"));
+        }
+
+        @Override
+        public void process(final Record<String, Long> record) {
+            store.put(record.key(), record.value());
+        }
     }
 
     /** The default retention of a windowed cogroup's store: nothing expires within a case. */
@@ -332,9 +369,30 @@ final class Dsl {
     /**
      * {@code table("in", Materialized[.as("source")])} (or {@code stream("in").toTable(...)} with
      * {@code source = "to_table"}), then {@code filter(v -> v % 2 == 0)}, {@code filterNot(...)}
-     * or {@code mapValues(v -> v * 10)}, materialized as "result" when asked, then
+     * {@code mapValues(v -> v * 10)} or {@code transformValues(TAGGED)}, materialized as "result" when asked, then
      * {@code toStream().to("out")}: what each forwards, tombstones included.
      */
+    /**
+     * The table_ops shape's value transformer (kspark_dsl.Tagged): a deleted row of key "a"
+     * becomes -1 (deletes reach the transformer), a value divisible by 3 deletes the row, others
+     * get 100 added.
+     */
+    static final ValueTransformerWithKeySupplier<String, Long, Long> TAGGED = () -> new ValueTransformerWithKey<>() {
+        @Override
+        public void init(final ProcessorContext context) { }
+
+        @Override
+        public Long transform(final String key, final Long value) {
+            if (value == null) {
+                return "a".equals(key) ? -1L : null;
+            }
+            return Math.floorMod(value, 3) == 0 ? null : value + 100;
+        }
+
+        @Override
+        public void close() { }
+    };
+
     static Built tableOps(final Params p) {
         final StreamsBuilder builder = new StreamsBuilder();
         final boolean sourceNamed = p.bool("source_named", false);
@@ -358,11 +416,14 @@ final class Dsl {
         // mapValues' mapper: null on "none_on", failing on "raise_on" (Oracle#misbehaves)
         final ValueMapper<Long, Long> times10 = v -> Oracle.misbehaves(p, v) ? null : (Long) (v * 10);
         final boolean opNamed = p.bool("op_named", false);
-        final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values"))) {
+        final KTable<String, Long> result = switch (p.choice("operation", null, Set.of("filter", "filter_not", "map_values", "transform_values"))) {
             case "filter" -> opMaterialized ? (opNamed ? table.filter(even, named, rm) : table.filter(even, rm))
                 : (opNamed ? table.filter(even, named) : table.filter(even));
             case "filter_not" -> opMaterialized ? (opNamed ? table.filterNot(even, named, rm) : table.filterNot(even, rm))
                 : (opNamed ? table.filterNot(even, named) : table.filterNot(even));
+            case "transform_values" -> opMaterialized
+                ? (opNamed ? table.transformValues(TAGGED, rm, named) : table.transformValues(TAGGED, rm))
+                : (opNamed ? table.transformValues(TAGGED, named) : table.transformValues(TAGGED));
             default -> opMaterialized
                 ? (opNamed ? table.mapValues(times10, named, rm) : table.mapValues(times10, rm))
                 : (opNamed ? table.mapValues(times10, named) : table.mapValues(times10));
@@ -378,34 +439,6 @@ final class Dsl {
         }
         built.changelogStores = new TreeSet<>(built.stores.keySet());  // by name, as kspark's side
         return built;
-    }
-
-    /**
-     * {@code stream("in")}, {@code filter(v != null)}, {@code mapValues(v * 2)},
-     * {@code selectKey(k + "!")}, {@code flatMapValues(v, v + 1)}, {@code peek},
-     * {@code to("out")}: the nodes of {@code names} (of source, filter, map_values, select_key,
-     * flat_map_values, peek, sink) named by {@code Consumed.withName}, {@code Named.as} or
-     * {@code Produced.withName} as {@code "n-<node>"}, the others generated.
-     */
-    static Built named(final Params p) {
-        final Set<String> names = new java.util.HashSet<>();
-        final JsonNode given = p.node.get("names");
-        if (given != null && given.isArray()) {
-            given.forEach(n -> names.add(n.asText()));
-        }
-        final StreamsBuilder builder = new StreamsBuilder();
-        final Consumed<String, Long> consumed = Consumed.with(Serdes.String(), Serdes.Long());
-        KStream<String, Long> s = builder.stream("in", names.contains("source") ? consumed.withName("n-source") : consumed);
-        s = names.contains("filter") ? s.filter((k, v) -> v != null, Named.as("n-filter")) : s.filter((k, v) -> v != null);
-        s = names.contains("map_values") ? s.mapValues(v -> v * 2, Named.as("n-map_values")) : s.mapValues(v -> v * 2);
-        s = names.contains("select_key") ? s.selectKey((k, v) -> k + "!", Named.as("n-select_key"))
-            : s.selectKey((k, v) -> k + "!");
-        s = names.contains("flat_map_values") ? s.flatMapValues(v -> List.of(v, v + 1), Named.as("n-flat_map_values"))
-            : s.flatMapValues(v -> List.of(v, v + 1));
-        s = names.contains("peek") ? s.peek((k, v) -> { }, Named.as("n-peek")) : s.peek((k, v) -> { });
-        final Produced<String, Long> produced = Produced.with(Serdes.String(), Serdes.Long());
-        s.to("out", names.contains("sink") ? produced.withName("n-sink") : produced);
-        return built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
     }
 
     /**

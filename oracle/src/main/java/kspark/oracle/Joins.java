@@ -58,7 +58,8 @@ final class Joins {
         SHAPES.put("global_join", Set.of("kind"));
         SHAPES.put("table_join", Set.of("kind", "left_caching", "right_caching", "materialized", "result_caching",
             "left_versioned", "right_versioned"));
-        SHAPES.put("fk_join", Set.of("kind", "left_caching", "right_caching", "materialized", "result_caching"));
+        SHAPES.put("fk_join", Set.of("kind", "left_caching", "right_caching", "materialized", "result_caching",
+            "left_versioned", "right_versioned"));
     }
 
     /** The joiner of every join shape: Java string concatenation, a missing side prints "null". */
@@ -215,14 +216,8 @@ final class Joins {
         final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT_OUTER);
         final StreamsBuilder builder = new StreamsBuilder();
-        final Long leftHistory = p.optMs("left_versioned", 0);
-        final Long rightHistory = p.optMs("right_versioned", 0);
-        final KTable<String, String> left = leftHistory == null
-            ? table(builder, "left", "left-store", p.bool("left_caching", true))
-            : versionedTable(builder, "left", "left-store", leftHistory);
-        final KTable<String, String> right = rightHistory == null
-            ? table(builder, "right", "right-store", p.bool("right_caching", true))
-            : versionedTable(builder, "right", "right-store", rightHistory);
+        final KTable<String, String> left = sideTable(builder, p, "left");
+        final KTable<String, String> right = sideTable(builder, p, "right");
         final boolean materialized = p.bool("materialized", false);
         final boolean resultCaching = p.bool("result_caching", true);
         final KTable<String, String> result;
@@ -240,14 +235,7 @@ final class Joins {
                 default -> left.outerJoin(right, JOINER);
             };
         }
-        final Built b = tableResult(builder, result, materialized);
-        if (leftHistory != null) {
-            b.stores.put("left-store", "versioned");
-        }
-        if (rightHistory != null) {
-            b.stores.put("right-store", "versioned");
-        }
-        return b;
+        return versionedSides(p, tableResult(builder, result, materialized));
     }
 
     /**
@@ -259,8 +247,8 @@ final class Joins {
         final ValueJoiner<String, String, String> JOINER = joiner(p); // the case's (shadows the field)
         final String kind = p.choice("kind", null, INNER_LEFT);
         final StreamsBuilder builder = new StreamsBuilder();
-        final KTable<String, String> left = table(builder, "left", "left-store", p.bool("left_caching", true));
-        final KTable<String, String> right = table(builder, "right", "right-store", p.bool("right_caching", true));
+        final KTable<String, String> left = sideTable(builder, p, "left");
+        final KTable<String, String> right = sideTable(builder, p, "right");
         final boolean materialized = p.bool("materialized", false);
         final boolean resultCaching = p.bool("result_caching", true);
         final KTable<String, String> result;
@@ -274,7 +262,7 @@ final class Joins {
                 ? left.join(right, FOREIGN_KEY, JOINER)
                 : left.leftJoin(right, FOREIGN_KEY, JOINER);
         }
-        return tableResult(builder, result, materialized);
+        return versionedSides(p, tableResult(builder, result, materialized));
     }
 
     // -- helpers -----------------------------------------------------------------------------------
@@ -290,6 +278,25 @@ final class Joins {
 
     static KTable<String, String> table(final StreamsBuilder builder, final String topic, final String store, final boolean caching) {
         return builder.table(topic, Consumed.with(Serdes.String(), Serdes.String()), stringStore(store, caching));
+    }
+
+    /** A table join's {@code side} ("left" / "right"): {@code <side>_versioned} ms of history in a versioned
+     * store, else a key-value store with {@code <side>_caching}; its store is {@code <side>-store}. */
+    static KTable<String, String> sideTable(final StreamsBuilder builder, final Params p, final String side) {
+        final Long history = p.optMs(side + "_versioned", 0);
+        return history == null
+            ? table(builder, side, side + "-store", p.bool(side + "_caching", true))
+            : versionedTable(builder, side, side + "-store", history);
+    }
+
+    /** {@code b} with the versioned sides' stores dumped as such. */
+    static Built versionedSides(final Params p, final Built b) {
+        for (final String side : List.of("left", "right")) {
+            if (p.optMs(side + "_versioned", 0) != null) {
+                b.stores.put(side + "-store", "versioned");
+            }
+        }
+        return b;
     }
 
     /** A table kept in a versioned store (RocksDB, the only kind Kafka Streams has) of {@code history} ms. */

@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -411,9 +414,10 @@ public final class Oracle {
                             keys.add(key);
                         }
                         final TestInputTopic<String, Object> topic = inputTopic(in, shape, input);
-                        final Object value = inputValue(built, input.get("value"));
+                        final TestRecord<String, Object> record = new TestRecord<>(key, inputValue(built, input.get("value")),
+                            inputHeaders(input), ts.asLong());
                         try {
-                            topic.pipeInput(key, value, ts.asLong());
+                            topic.pipeInput(record);
                         } catch (final RuntimeException e) {
                             final String kind = failureKind(e);
                             if (kind == null) {
@@ -487,6 +491,15 @@ public final class Oracle {
         return in;
     }
 
+    /** An input's "headers" ([[name, hex or null], ...]; none when absent). */
+    static Headers inputHeaders(final JsonNode input) {
+        final RecordHeaders headers = new RecordHeaders();
+        for (final JsonNode h : input.path("headers")) {
+            headers.add(h.get(0).asText(), ByteCompat.unhex(h.get(1)));
+        }
+        return headers;
+    }
+
     static Object inputValue(final Built built, final JsonNode v) {
         if (v == null || v.isNull()) {
             return null;
@@ -511,6 +524,12 @@ public final class Oracle {
             putValue(line, r.value());
             line.put("ts", r.timestamp());
             line.put("tombstone", r.value() == null);
+            if (r.headers().toArray().length > 0) {  // only when some: cases without have none
+                final ArrayNode headers = line.putArray("headers");
+                for (final Header h : r.headers()) {
+                    headers.addArray().add(h.key()).add(ByteCompat.hex(h.value()));
+                }
+            }
         }
     }
 
@@ -758,7 +777,7 @@ public final class Oracle {
     @SuppressWarnings({"unchecked", "rawtypes"})
     static Built session(final Params p) {
         final String op = p.choice("op", null, VALUE_OPS);
-        final long gap = p.ms("gap", null, 1);
+        final long gap = p.ms("gap", null, 0);
         final long grace = p.ms("grace", 0L, 0);
         final SessionWindows windows = grace == 0
             ? SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(gap))
