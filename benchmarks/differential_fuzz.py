@@ -21,9 +21,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "oracle"))
 
+from comparison import difference, to_oracle
 from hypothesis import HealthCheck, Phase, given, settings
 from kspark_side import run as run_kspark
-from oracle_cases import STRATEGIES, difference, to_oracle
+from oracle_cases import STRATEGIES
 
 from oracle import Oracle, OracleCaseError, jar_path
 

@@ -16,7 +16,7 @@ value bytes, timestamps and headers. Two normalisations remain:
 - A stream-table join's grace buffer: Kafka Streams writes its changelog records without a
   timestamp (``RocksDBTimeOrderedKeyValueBuffer#logValue`` / ``#logTombstone`` send a ``null``
   one), kspark with the buffered record's; their timestamps are not compared
-  (``oracle_cases.without_buffer_timestamps``).
+  (``comparison.without_buffer_timestamps``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import difflib
 import json
 from typing import Any
 
+from comparison import kspark_retention, live_entries, without_buffer_timestamps
 from kspark_joins import JOIN_SHAPES
 from kspark_side import STRING_OPS, _store_lines, build
-from oracle_cases import kspark_retention, live_entries, without_buffer_timestamps
 
 from kspark import Processor, Stores, Topology, TopologyTestDriver, serdes
 
@@ -136,7 +136,7 @@ def restore_in_kspark(case: dict[str, Any], store: str, records: list[dict],
 def restore_difference(case: dict[str, Any], restored: list[dict], original: list[dict]
                        ) -> str | None:
     """``None`` if a store restored from the other side's changelog holds what the other side's
-    store holds (live entries: ``oracle_cases.live_entries``)."""
+    store holds (live entries: ``comparison.live_entries``)."""
     a = [json.dumps(x, sort_keys=True) for x in live_entries(case, restored)]
     b = [json.dumps(x, sort_keys=True) for x in live_entries(case, original)]
     if a == b:

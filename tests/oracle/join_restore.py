@@ -25,7 +25,7 @@ with two normalisations: the sequence numbers in the changelog keys of a window 
 duplicates (known difference 1 below: after a restart the two sides number new puts
 differently), and the timestamps of a join buffer's changelog records (a stream-table join with
 a grace period: Kafka Streams writes them without one, kspark with the buffered record's;
-``oracle_cases`` documents it).
+``comparison`` documents it).
 
 Known differences: Kafka Streams 4.3.1 itself does not go on after a restart as it would have
 gone on without one in these three cases; kspark does (its restarted application gives what an
@@ -58,8 +58,8 @@ import difflib
 import json
 from typing import Any
 
+from comparison import to_oracle
 from kspark_side import build, run
-from oracle_cases import to_oracle
 
 from kspark import TopologyTestDriver
 from kspark.state.internals.changelog import ChangelogCodec

@@ -9,7 +9,7 @@ shape cannot express the test's topology, the nearest shape runs the same inputs
 comment says what differs. A test is usually run under several of its shape's parameters
 (emit strategy, caching, join kind, materialization): ``variants``.
 
-The oracle's normalisations of ``oracle_cases.py`` apply here too (``windowed``): with caching
+The oracle's normalisations of ``comparison.py`` apply here too (``windowed``): with caching
 on (emit on update) and with on_window_close of time and sliding windows the stores get a
 retention that expires nothing, on_window_close runs the oracle on RocksDB, stream-stream joins
 always on RocksDB. The join cases are in ``ported_join_cases.py``.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from oracle_cases import LONG_RETENTION
+from comparison import LONG_RETENTION
 
 GAP = 5 * 60 * 1000  # KStreamSessionWindowAggregateProcessorTest's inactivity gap
 
@@ -75,7 +75,7 @@ def windowed(source: str, shape: str, inputs: list[dict[str, Any]], base: dict[s
              ops: tuple[str, ...] = ("concat", "count"),
              close: bool = True) -> list[dict[str, Any]]:
     """A windowed test under each emit strategy, caching and op (``concat`` on the test's
-    string values, the long ops on :func:`counted` ones), normalised as ``oracle_cases``'s
+    string values, the long ops on :func:`counted` ones), normalised as ``comparison``'s
     random cases are (module doc); final results are followed by a :func:`closing` record
     unless not ``close``."""
     cases = []

@@ -30,10 +30,11 @@ from byte_compat import (
     restore_request,
     store_lines,
 )
+from comparison import to_oracle
 from hypothesis import HealthCheck, given, settings
 from kspark_side import build
 from kspark_side import run as run_kspark
-from oracle_cases import STATELESS_SHAPES, STRATEGIES, to_oracle
+from oracle_cases import STATELESS_SHAPES, STRATEGIES
 
 from kspark import SerializationError, StreamsError, Window, Windowed, serdes
 from oracle import OracleCaseError

@@ -6,7 +6,7 @@ timestamps out of order, late, equal and with large jumps, and the shape's windo
 both sides must produce the same output records in the same order and the same store contents.
 ``KSPARK_ORACLE_EXAMPLES`` sets the number of cases per shape (default 200); the runs are
 derandomized, so CI is reproducible. The configuration mapping and every normalisation are
-documented in ``oracle_cases.py``; the tests at the end pin each of them by showing both
+documented in ``comparison.py``; the tests at the end pin each of them by showing both
 behaviours.
 """
 
@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from comparison import LONG_RETENTION, difference, live_entries, to_oracle
 from hypothesis import HealthCheck, given, settings
 from kspark_side import CaseError
 from kspark_side import run as run_kspark
-from oracle_cases import LONG_RETENTION, STRATEGIES, difference, live_entries, to_oracle
+from oracle_cases import STRATEGIES
 
 from oracle import OracleCaseError, run_single
 

@@ -7,8 +7,8 @@ updates none, as in Kafka Streams)."""
 from __future__ import annotations
 
 import pytest
+from comparison import LONG_RETENTION, to_oracle
 from kspark_side import run as run_kspark
-from oracle_cases import LONG_RETENTION, to_oracle
 
 HEADERS = [[["h", "01"]], [], [["d", "01"], ["d", None]], [["e", ""]], []]
 INPUTS = [{"key": key, "value": value, "ts": ts, "headers": HEADERS[i % len(HEADERS)]}

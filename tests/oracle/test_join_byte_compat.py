@@ -34,6 +34,7 @@ import os
 from typing import Any
 
 import pytest
+from comparison import to_oracle
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from join_restore import (
@@ -47,7 +48,7 @@ from join_restore import (
     restart_difference,
 )
 from kspark_joins import JOIN_SHAPES
-from oracle_cases import KEYS, STRATEGIES, to_oracle
+from oracle_cases import KEYS, STRATEGIES
 
 from oracle import OracleCaseError
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from comparison import difference, to_oracle
 from kspark_side import run as run_kspark
-from oracle_cases import difference, to_oracle
 from ported_cases import CASES
 from ported_dsl_cases import DSL_CASES
 from ported_join_cases import JOIN_CASES
