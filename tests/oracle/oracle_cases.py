@@ -86,9 +86,9 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
     # Kafka Streams builds session and sliding stores emitting on window close without a cache
     cached = p["caching"] and not (p["emit"] == "close" and shape != "time_window")
     if cached and p["emit"] == "update" and shape != "time_window":
-        p["retention"] = LONG_RETENTION  # see the module doc: Kafka's cache ignores retention
+        p["retention"] = LONG_RETENTION  # comparison.py: Kafka's cache ignores retention
     elif p["emit"] == "close" and shape != "session" and not cached:
-        p["retention"] = LONG_RETENTION  # see the module doc: Kafka loses expired final results
+        p["retention"] = LONG_RETENTION  # comparison.py: Kafka loses expired final results
     else:  # the default (the minimum), a little more, or much more
         extra = draw(st.one_of(st.none(), st.integers(0, 50), st.integers(200, 5_000)))
         if extra is not None:
@@ -394,7 +394,7 @@ def cogroup_case(draw: st.DrawFn) -> dict:
         p["grace"] = draw(grace())
         # a retention above the minimum (sessions and sliding windows: 1 ms more at least,
         # README deviation 2), or the default long one; with caching on, sessions and sliding
-        # windows keep the long one (module doc: Kafka's cache serves expired sessions)
+        # windows keep the long one (comparison.py: Kafka's cache serves expired sessions)
         if p["windows"] == "time" or not p["caching"]:
             minimum = {"time": 10, "session": 10, "sliding": 20}[p["windows"]] + p["grace"]
             extra = draw(st.one_of(st.none(), st.integers(1, 50), st.integers(200, 5_000)))
