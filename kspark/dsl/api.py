@@ -373,21 +373,23 @@ class KGroupedStream(ABC):
         """Per key: ``aggregator(key, value, agg)`` starting from ``initializer()``."""
 
     @overload
-    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream[KTable]: ...
 
     @overload
-    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
+    def windowed_by(self, windows: TimeWindows | SlidingWindows
+                    ) -> TimeWindowedKStream[KTable]: ...
 
     @abstractmethod
     def windowed_by(
         self, windows: SessionWindows | TimeWindows | SlidingWindows
-    ) -> SessionWindowedKStream | TimeWindowedKStream:
+    ) -> SessionWindowedKStream[KTable] | TimeWindowedKStream[KTable]:
         """Aggregate per key and window: session windows give a
         :class:`SessionWindowedKStream`, time and sliding windows a
         :class:`TimeWindowedKStream`."""
 
     @abstractmethod
-    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]
+                ) -> CogroupedKStream[KTable, KGroupedStream]:
         """This grouped stream as the first of a cogroup (Kafka Streams' KIP-150): one
         aggregate that several grouped streams update, each with its own
         ``aggregator(key, value, agg)``, kept in one store."""

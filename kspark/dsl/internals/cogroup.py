@@ -40,7 +40,7 @@ AGGREGATE = "COGROUPKSTREAM-AGGREGATE-"
 MERGE = "COGROUPKSTREAM-MERGE-"
 
 
-class CogroupedKStreamImpl(CogroupedKStream):
+class CogroupedKStreamImpl(CogroupedKStream[KTable, KGroupedStream]):
     """The grouped streams of a cogroup and their aggregators, in the order they were added."""
 
     def __init__(self, builder: DslGraph) -> None:
@@ -48,7 +48,8 @@ class CogroupedKStreamImpl(CogroupedKStream):
         self._groups: Groups = []
 
     def cogroup(self, grouped: KGroupedStream,
-                aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+                aggregator: Callable[[Any, Any, Any], Any]
+                ) -> CogroupedKStream[KTable, KGroupedStream]:
         if not callable(aggregator):
             raise TypeError(f"cogroup needs an aggregator(key, value, agg), got {aggregator!r}")
         if not isinstance(grouped, KGroupedStream) or not isinstance(grouped, Grouping) \
@@ -71,15 +72,16 @@ class CogroupedKStreamImpl(CogroupedKStream):
                       self._groups[0][0].result_key_serde)
 
     @overload
-    def windowed_by(self, windows: SessionWindows) -> SessionWindowedCogroupedKStream: ...
+    def windowed_by(self, windows: SessionWindows
+                    ) -> SessionWindowedCogroupedKStream[KTable]: ...
 
     @overload
     def windowed_by(self, windows: TimeWindows | SlidingWindows
-                    ) -> TimeWindowedCogroupedKStream: ...
+                    ) -> TimeWindowedCogroupedKStream[KTable]: ...
 
     def windowed_by(
         self, windows: SessionWindows | TimeWindows | SlidingWindows
-    ) -> SessionWindowedCogroupedKStream | TimeWindowedCogroupedKStream:
+    ) -> SessionWindowedCogroupedKStream[KTable] | TimeWindowedCogroupedKStream[KTable]:
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedImpl(self._groups, windows)
         if isinstance(windows, TimeWindows | SlidingWindows):
@@ -139,7 +141,7 @@ def _windowed_key_serde(groups: Groups, wrap: Callable[[Serde], Serde]) -> Serde
     return None if inner is None else wrap(inner)
 
 
-class TimeWindowedCogroupedImpl(TimeWindowedCogroupedKStream):
+class TimeWindowedCogroupedImpl(TimeWindowedCogroupedKStream[KTable]):
     """A cogroup per time or sliding window: the processors and store of a windowed
     aggregation, one processor per grouped stream (results on every update)."""
 
@@ -161,7 +163,7 @@ class TimeWindowedCogroupedImpl(TimeWindowedCogroupedKStream):
                       _windowed_key_serde(self._groups, lambda inner: TimeWindowed(inner, size)))
 
 
-class SessionWindowedCogroupedImpl(SessionWindowedCogroupedKStream):
+class SessionWindowedCogroupedImpl(SessionWindowedCogroupedKStream[KTable]):
     """A cogroup per session: the session processor and store, one processor per grouped
     stream (results on every update)."""
 

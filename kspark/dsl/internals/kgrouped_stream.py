@@ -112,18 +112,20 @@ class KGroupedStreamImpl(KGroupedStream):
         return self._aggregate("KSTREAM-AGGREGATE-", Aggregate(initializer, aggregator),
                                materialized, name)
 
-    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]
+                ) -> CogroupedKStream[KTable, KGroupedStream]:
         return CogroupedKStreamImpl(self._builder).cogroup(self, aggregator)
 
     @overload
-    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream[KTable]: ...
 
     @overload
-    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
+    def windowed_by(self, windows: TimeWindows | SlidingWindows
+                    ) -> TimeWindowedKStream[KTable]: ...
 
     def windowed_by(
         self, windows: SessionWindows | TimeWindows | SlidingWindows
-    ) -> SessionWindowedKStream | TimeWindowedKStream:
+    ) -> SessionWindowedKStream[KTable] | TimeWindowedKStream[KTable]:
         if isinstance(windows, SessionWindows):
             return self._builder.new_session_windowed(self, windows)
         if isinstance(windows, TimeWindows | SlidingWindows):

@@ -86,7 +86,7 @@ class _WindowedKStream:
                       suppress_duration_ms=suppress_duration_ms)
 
 
-class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
+class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream[KTable]):
     """Session windows: the session processor and store of :mod:`..windowing.session`."""
 
     _windows: SessionWindows
@@ -122,7 +122,7 @@ class SessionWindowedKStreamImpl(_WindowedKStream, SessionWindowedKStream):
                              materialized, name)
 
 
-class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream):
+class TimeWindowedKStreamImpl(_WindowedKStream, TimeWindowedKStream[KTable]):
     """Time and sliding windows: the processors and stores of :mod:`..windowing.time_windows`
     and :mod:`..windowing.sliding`."""
 
