@@ -335,6 +335,7 @@ class Task:
             f"task {self.task_id}, processor {node!r}: {type(exc).__name__}: {exc} (while {where})"
         )
         err.located = True
+        err.__cause__ = exc  # set here: compiled, ``raise ... from`` leaves it unset
         return err
 
     def forward(self, from_node: str, record: Record, child_name: str | None = None) -> None:

@@ -11,7 +11,7 @@ from dsl_util import record_from
 
 from kspark import serdes
 from kspark.dsl import Materialized, StreamsBuilder
-from kspark.errors import TopologyError
+from kspark.errors import StreamsError, TopologyError
 from kspark.processor import ValueTransformerWithKey
 from kspark.records import Change
 from kspark.state import Stores
@@ -150,3 +150,20 @@ def test_an_instance_instead_of_a_supplier_is_refused():
     builder = StreamsBuilder()
     with pytest.raises(TopologyError, match="supplier of ValueTransformerWithKey"):
         builder.table("in", S, L).transform_values(Tagged())
+
+
+class Failing(ValueTransformerWithKey):
+    def transform(self, key: Any, value: Any) -> Any:
+        raise LookupError(f"no tier for {key}")
+
+
+def test_a_failing_transformer_stops_the_task_with_its_error_as_the_cause():
+    builder = StreamsBuilder()
+    builder.table("in", S, L).transform_values(Failing, name="tier").to_stream().to("o")
+    with (TopologyTestDriver(builder.build()) as driver,
+          pytest.raises(StreamsError) as caught):
+        driver.create_input_topic("in", S, L).pipe_input("a", 1)
+    first = str(caught.value).splitlines()[0]
+    assert "'tier'" in first and "topic 'in' partition 0 offset 0 key 'a'" in first
+    # kept as the cause in the compiled core too (where ``raise ... from`` does not set it)
+    assert isinstance(caught.value.__cause__, LookupError)
