@@ -352,7 +352,14 @@ def read_to_end(
 #: error codes of a partition whose leader is not (yet) known: the cluster is still starting
 _UNAVAILABLE = frozenset(("_NOENT", "LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER",
                           "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "_TRANSPORT",
-                          "_ALL_BROKERS_DOWN", "_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS"))
+                          "_ALL_BROKERS_DOWN", "_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS",
+                          "_DESTROY_BROKER"))
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` (a ``KafkaException``) says the cluster cannot serve a request for now:
+    a broker down or restarting, a partition without a known leader yet."""
+    return isinstance(exc, Exception) and _unavailable(exc)
 
 
 def _unavailable(exc: Exception) -> bool:

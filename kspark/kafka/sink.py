@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from kspark.errors import StreamsError
 from kspark.kafka.acls import denied_error, transaction_acl
 from kspark.kafka.admin import TopicError, client_config
-from kspark.kafka.reader import read_to_end
+from kspark.kafka.reader import read_to_end, unavailable
 
 log = logging.getLogger("kspark.kafka")
 
@@ -260,7 +261,23 @@ def last_marker(bootstrap_servers: str, topic: str, writer: str,
     """The last committed marker of transactional id ``writer`` in marker topic ``topic``: the
     topic's last records are read first, further back only while the writer's is not among
     them (compaction keeps the topic short; a writer writes a marker with each commit). One
-    read-committed consumer finds the partitions, their committed ends and the records."""
+    read-committed consumer finds the partitions, their committed ends and the records; while
+    the cluster cannot serve them (a broker restarting) a new one asks again, for up to
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _last_marker(bootstrap_servers, topic, writer, config, timeout)
+        except TopicError as exc:
+            if exc.__cause__ is None or not unavailable(exc.__cause__) \
+                    or time.monotonic() > deadline:
+                raise
+            log.warning("%s; asking again", exc)
+            time.sleep(0.5)
+
+
+def _last_marker(bootstrap_servers: str, topic: str, writer: str,
+                 config: dict[str, Any] | None, timeout: float) -> dict[str, Any]:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     from kspark.kafka.reader import OffsetRange, consumer_config, read_range

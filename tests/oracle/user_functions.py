@@ -100,7 +100,10 @@ def failure_line(exc: StreamsError, item: dict[str, Any], index: int, offset: in
     where = re.search(r"topic '([^']+)' partition \d+ offset (\d+)", message)
     located = where is not None and (
         where.group(1) != item.get("topic", "in") or int(where.group(2)) == offset)
+    # a record read back from a repartition topic is named by its new key
+    rekeyed = where is not None and where.group(1) != item.get("topic", "in")
     if ("processor '" not in message or not located
-            or (f"key {item.get('key')!r}" not in message and "record key " not in message)):
+            or (f"key {item.get('key')!r}" not in message and "record key " not in message
+                and not (rekeyed and " key " in message))):
         kind = f"unlocated: {message}"
     return {"kind": "error", "input": index, "error": kind}
