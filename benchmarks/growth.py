@@ -9,7 +9,10 @@ memory of all kspark's processes together (its Spark driver JVM, its Python work
     .venv/bin/python benchmarks/growth.py --runs 1M:10k:local[2],1M:10k:local[1] --chart g.png
     .venv/bin/python benchmarks/growth.py --runs 10M:10k:spark://host:7077
 
-A run is ``records:keys:master`` (``k`` and ``M`` suffixes). The default set: 1 M, 10 M and 50 M
+A run is ``records:keys:master`` (``k`` and ``M`` suffixes), or
+``records:keys:master:per-trigger`` (its ``k`` or ``M`` required) to cap each micro-batch at
+that many clicks (the source's ``max_records_per_trigger``: what bounds the memory of a run
+over a backlog). The default set: 1 M, 10 M and 50 M
 records of 10 k users; 10 M records of 1 M and of 10 M users; 1 M records of 10 k users on
 ``local[1]`` against the same on ``local[2]``. Each run is its own process
 (``benchmarks/peers/kspark_sessions.py``): a warm-up on ``--warm-up`` other clicks, then the
@@ -62,11 +65,17 @@ def amount(text: str) -> int:
     return int(match[1]) * {"": 1, "k": 1_000, "M": 1_000_000}[match[2]]
 
 
-def parse_runs(text: str) -> list[tuple[int, int, str]]:
+def parse_runs(text: str) -> list[tuple[int, int, str, int | None]]:
+    """``records:keys:master[:per-trigger]`` runs; a master may hold colons of its own
+    (``spark://host:7077``), a per-trigger cap is an amount with its suffix after the last one
+    (``500k``, ``2M``)."""
     runs = []
     for spec in text.split(","):
-        records, keys, master = spec.split(":", 2)
-        runs.append((amount(records), amount(keys), master))
+        records, keys, rest = spec.split(":", 2)
+        master, _, cap = rest.rpartition(":")
+        if not master or not re.fullmatch(r"\d+[kM]", cap):
+            master, cap = rest, ""
+        runs.append((amount(records), amount(keys), master, amount(cap) if cap else None))
     return runs
 
 
@@ -144,8 +153,9 @@ def main() -> None:
         prepare_coordinators(bootstrap)
         now = int(time.time() * 1000) - 60_000
         produce(bootstrap, "warm-up-clicks", stream_clicks(args.warm_up, 10_000, 7, now))
-        for i, (records, keys, master) in enumerate(args.runs):
-            label = f"{records:,} records, {keys:,} keys, {master}"
+        for i, (records, keys, master, cap) in enumerate(args.runs):
+            label = f"{records:,} records, {keys:,} keys, {master}" + (
+                f", {cap:,} a micro-batch" if cap else "")
             source, counts, pages = f"clicks-{i}", f"counts-{i}", f"pages-{i}"
             ensure_topics(bootstrap, [TopicSpec(t, PARTITIONS) for t in
                                       (counts, pages, f"{counts}-warm-up", f"{pages}-warm-up")])
@@ -156,7 +166,8 @@ def main() -> None:
             figures = run_process("kspark", [
                 sys.executable, os.path.join(PEERS, "kspark_sessions.py"), "--bootstrap",
                 bootstrap, "--input", source, "--counts", counts, "--pages", pages,
-                "--warm-up-input", "warm-up-clicks", "--master", master],
+                "--warm-up-input", "warm-up-clicks", "--master", master,
+                *(["--per-trigger", str(cap)] if cap else [])],
                 os.path.join(work, f"run-{i}.log"), args.timeout)
             figures.update(records=records, steal=Steal.text(steal.fraction()),
                            load=load_text(), output=check_output(bootstrap, counts, pages))
@@ -179,12 +190,15 @@ def main() -> None:
                   + (f"; against the test driver {figures['driver']}" if "driver" in figures
                      else " (not compared with the test driver)"), flush=True)
             results.append(figures)
-            labels.append(f"{records / 1e6:g} M rec\n{keys:,} keys\n{master}")
+            labels.append(f"{records / 1e6:g} M rec\n{keys:,} keys\n{master}"
+                          + (f"\n{cap / 1e6:g} M a batch" if cap else ""))
     print(f"\nkspark's growth on the sessions job, Kafka to Kafka, commit {commit}, "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}:")
-    print(f"  {'run':<44} {'records/s':>10} {'CPU s/M':>8} {'PSS MiB':>9}  steal")
-    for (records, keys, master), r in zip(args.runs, results):
-        print(f"  {f'{records:,} records, {keys:,} keys, {master}':<44} "
+    print(f"  {'run':<62} {'records/s':>10} {'CPU s/M':>8} {'PSS MiB':>9}  steal")
+    for (records, keys, master, cap), r in zip(args.runs, results):
+        run = f"{records:,} records, {keys:,} keys, {master}" + (
+            f", {cap:,} a micro-batch" if cap else "")
+        print(f"  {run:<62} "
               f"{records / r['elapsed']:>10,.0f} {r['cpu'] / (records / 1e6):>8.1f} "
               f"{r['peak_pss'] / 2**20:>9,.0f}  {r['steal']}")
     if args.chart:

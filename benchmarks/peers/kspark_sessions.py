@@ -22,9 +22,9 @@ from kspark.spark.session import kspark_spark_conf, local_spark
 
 
 def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id: str,
-        work: str) -> StreamsApp:
+        work: str, per_trigger: int | None = None) -> StreamsApp:
     app = StreamsApp(topology(), app_id, {
-        "clicks": io.kafka(bootstrap, topic=source),
+        "clicks": io.kafka(bootstrap, topic=source, max_records_per_trigger=per_trigger),
         "session-counts": io.kafka(bootstrap, topic=counts),
         "session-pages": io.kafka(bootstrap, topic=pages),
     }, spark=spark, checkpoint_dir=os.path.join(work, app_id))
@@ -41,18 +41,23 @@ def main() -> None:
     options.add_argument("--master", default="local[2]")
     options.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                          help="a Spark setting over kspark's local session's")
+    options.add_argument("--per-trigger", type=int, default=None,
+                         help="at most this many clicks a micro-batch (default: all available)")
     args = options.parse_args()
     extra = dict(setting.split("=", 1) for setting in args.conf)
     conf = {**kspark_spark_conf(), **extra}
     print(f"config: kspark, Spark {args.master}, RocksDB state with changelog checkpointing, "
           f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
           f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}"
-          + "".join(f", {k}={v}" for k, v in extra.items()), flush=True)
+          + "".join(f", {k}={v}" for k, v in extra.items())
+          + (f", at most {args.per_trigger:,} clicks a micro-batch" if args.per_trigger else ""),
+          flush=True)
     work = tempfile.mkdtemp(prefix="peers-kspark-")
     spark = local_spark(args.master, extra)
     app, elapsed, warm_up_s = protocol.measure(
         args, lambda source, counts, pages, tag: run(
-            spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work))
+            spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work,
+            args.per_trigger))
     metrics = app.metrics()
     protocol.result(elapsed=elapsed, warm_up_s=warm_up_s,
                     dropped=metrics.get("dropped-records-total", 0) // 2)

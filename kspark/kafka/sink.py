@@ -110,6 +110,9 @@ class TransactionalWriter:
                     # librdkafka's connection to the transaction coordinator it has just found
                     # may otherwise wait for its next wake-up (half a second) before it is made
                     "topic.metadata.refresh.interval.ms": 50,
+                    # one callback for the few records that fail, not one per record
+                    "delivery.report.only.error": True,
+                    "on_delivery": self._delivered,
                     **self.config,
                 },
             )
@@ -180,30 +183,27 @@ class TransactionalWriter:
         self.committed_batches += 1
         return count
 
+    def _delivered(self, err: Any, msg: Any) -> None:
+        """librdkafka's report of a record it could not deliver (only those are reported)."""
+        if err is not None and len(self._errors) < 3:
+            self._errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
+
     def _produce(self, topic: str, rows: Rows | list[tuple[Any, Any, Any, int, Any]]) -> int:
-        producer = self._producer
-        errors = self._errors
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err is not None and len(errors) < 3:
-                errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
-
+        produce = self._producer.produce
         for key, value, ts, partition, headers in rows:
             while True:
                 try:
-                    if ts is None:
-                        producer.produce(topic, value, key, partition=partition,
-                                         on_delivery=delivered)
-                    elif headers:
-                        producer.produce(topic, value, key, partition=partition, timestamp=ts,
-                                         headers=headers, on_delivery=delivered)
+                    if headers:
+                        produce(topic, value, key, partition=partition, timestamp=ts or 0,
+                                headers=headers)
+                    elif ts is None:
+                        produce(topic, value, key, partition=partition)
                     else:
-                        producer.produce(topic, value, key, partition=partition, timestamp=ts,
-                                         on_delivery=delivered)
+                        produce(topic, value, key, partition=partition, timestamp=ts)
                     break
                 except BufferError:
-                    producer.poll(0.05)
-        producer.poll(0)
+                    self._producer.poll(0.05)
+        self._producer.poll(0)
         return len(rows)
 
     def _fail(self, exc: Exception, batch_id: int) -> None:
