@@ -148,7 +148,10 @@ class InMemoryWindowStore(SegmentedStore):
             if self.retain_duplicates:
                 self._seqnum = max(self._seqnum, seq)
                 if value is None:
-                    continue  # a None put stored nothing (see put)
+                    # a None put stored nothing (see put), but its restore moves observed
+                    # stream time, as Kafka Streams' segmented stores restore every record
+                    self.advance_observed(start)
+                    continue
             keys.append(key)
             starts.append(start)
             seqs.append(seq)

@@ -215,6 +215,19 @@ def test_duplicates_restored_with_their_sequence_numbers(kafka_streams) -> None:
     assert _restarted_records(kafka_streams, case, 2) == [("a", "x+r", 12), ("a", "y+r", 12)]
 
 
+def test_a_logged_null_moves_the_restored_stores_stream_time(kafka_streams) -> None:
+    """A null value reaches the join's window store (``KStreamJoinWindow`` puts every keyed
+    record): a store with duplicates stores nothing and keeps its stream time, but the put is
+    logged. Restored, the changelog's null at 120,000 moves the store's observed stream time, as
+    Kafka Streams' segmented stores restore every record: the segment of a@10 has expired (one
+    minute segments, retention 20 ms) and the right record after the restart joins nothing.
+    Without the restart it joins a@10."""
+    case = {"shape": "stream_join", "params": {"kind": "inner", "diff": 10, "store_type": "rocksdb"},
+            "inputs": [_left("a", "x", 10), _left("a", None, 120_000), _right("a", "r", 15)]}
+    assert _records(kafka_streams.run(case)) == [("a", "x+r", 15)]
+    assert _restarted_records(kafka_streams, case, 2) == []
+
+
 @pytest.mark.parametrize("result_caching", [False, True])
 def test_table_join_restored_with_its_materialized_result(kafka_streams,
                                                           result_caching: bool) -> None:
