@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 import pandas as pd
-from kafka_streams_anchor import add_driver_options, run_test_driver
+from kafka_streams_anchor import add_driver_options, levelled_text, run_test_driver
 from machine import Steal, load_text
 from pure_python import add_option, core_mode, run_pure
 from session_workload import load_gen, session_count_topology
@@ -164,15 +164,15 @@ def main() -> None:
             )
         print(f"driver_session_count {name} best: {best:,.0f} rec/s")
         if args.kafka_streams:
-            runs = run_kafka_streams(frame, gen.GAP_MS, gen.GRACE_MS, on_close, args.repeat,
-                                     args.kafka_streams_store)
+            runs = run_kafka_streams(frame, gen.GAP_MS, gen.GRACE_MS, on_close,
+                                     args.kafka_streams_runs, args.kafka_streams_store)
             for i, r in enumerate(runs):
                 print(f"Kafka Streams {name} run {i + 1}: {len(frame) / r['seconds']:,.0f} "
                       f"rec/s; {r['out']} records out, {r['stored']} sessions stored at end, "
                       f"{r['dropped']} dropped")
-            theirs = max(len(frame) / r["seconds"] for r in runs)
-            print(f"Kafka Streams TopologyTestDriver ({args.kafka_streams_store} store) {name} "
-                  f"best: {theirs:,.0f} rec/s; kspark {best / theirs:.2f}x")
+            text, theirs = levelled_text([len(frame) / r["seconds"] for r in runs])
+            print(f"Kafka Streams TopologyTestDriver ({args.kafka_streams_store} store) {name}: "
+                  f"{text}; kspark {best / theirs:.2f}x")
             outs = {(r["out"], r["dropped"]) for r in runs}
             if outs != {(figures["out"], figures["dropped"])}:
                 print(f"  records out (dropped): kspark {figures['out']} "

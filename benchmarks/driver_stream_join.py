@@ -13,7 +13,8 @@ driver does after every record) and the best run, the records written to ``joine
 checksum of them (key, imp id, click id and timestamp of each output record, in order); with
 ``--kafka-streams`` also Kafka Streams 4.3.1's own ``TopologyTestDriver`` on the same records
 (``kspark.anchor.DriverStreamJoin`` of ``benchmarks/kafka-streams-anchor/``, the same topology
-in Java, ``--repeat`` runs in one JVM so the later runs are JIT-warm), side by side, with both
+in Java, ``--kafka-streams-runs`` runs in one JVM, compared at its best run once its JIT has
+levelled off: ``kafka_streams_anchor.levelled``), side by side, with both
 engines' output counts and checksums compared; with ``--pure-python-too`` kspark once more as
 pure Python (``KSPARK_PURE_PYTHON=1``, ``benchmarks/pure_python.py``).
 
@@ -35,7 +36,7 @@ import time
 import zlib
 
 import join_workload as w
-from kafka_streams_anchor import JVM_OPTIONS, add_driver_options, run_test_driver
+from kafka_streams_anchor import JVM_OPTIONS, add_driver_options, levelled_text, run_test_driver
 from machine import Steal, load_text
 from pure_python import add_option, core_mode, run_pure
 
@@ -126,26 +127,26 @@ def main() -> None:
     differ = False
     if args.kafka_streams:
         print(f"Kafka Streams 4.3.1: TopologyTestDriver, {args.kafka_streams_store} stores, "
-              f"JVM {' '.join(JVM_OPTIONS)}, {args.repeat} runs in one JVM, left/outer "
+              f"JVM {' '.join(JVM_OPTIONS)}, {args.kafka_streams_runs} runs in one JVM, left/outer "
               "joins looking for closed windows after every record (internal emit interval "
               "0 ms)")
         rows = ((topic, key, json.dumps(value, separators=(",", ":")), ts)
                 for topic, key, value, ts in records)
-        theirs = 0.0
+        rates = []
         for i, (n, seconds, their_out, their_digest) in enumerate(run_test_driver(
                 "DriverStreamJoin", rows, args.kind, str(args.diff_ms), str(args.grace_ms),
-                str(args.repeat), args.kafka_streams_store)):
+                str(args.kafka_streams_runs), args.kafka_streams_store)):
             if int(n) != len(records):
                 sys.exit(f"Kafka Streams' driver read {n} of {len(records)} records")
             rate = int(n) / float(seconds)
-            theirs = max(theirs, rate)
+            rates.append(rate)
             same = ours == (int(their_out), int(their_digest))
             differ |= not same
             print(f"Kafka Streams run {i + 1}: {rate:,.0f} rec/s; {int(their_out):,} records "
                   f"out (checksum {their_digest})"
                   + ("" if same else f"  DIFFERENT from kspark's {ours[0]:,} ({ours[1]})"))
-        print(f"Kafka Streams TopologyTestDriver best: {theirs:,.0f} rec/s; kspark "
-              f"{best / theirs:.2f}x")
+        text, theirs = levelled_text(rates)
+        print(f"Kafka Streams TopologyTestDriver: {text}; kspark {best / theirs:.2f}x")
         print("outputs: " + ("DIFFER (see above)" if differ else
                              f"the same {ours[0]:,} records in the same order in both engines"))
     print(f"CPU {Steal.text(steal.fraction())}, {load_text()}")

@@ -68,14 +68,45 @@ def run_main(main_class: str, *args: str) -> list[str]:
     return proc.stdout.splitlines()
 
 
-def add_driver_options(parser: Any) -> None:
+def add_driver_options(parser: Any, store: bool = True) -> None:
     """The options of a test-driver benchmark that runs Kafka Streams' own driver too:
-    ``--kafka-streams`` and ``--kafka-streams-store``."""
+    ``--kafka-streams``, ``--kafka-streams-runs`` and (``store``) ``--kafka-streams-store``."""
     parser.add_argument("--kafka-streams", action="store_true",
                         help="also Kafka Streams' own TopologyTestDriver on the same records")
+    parser.add_argument("--kafka-streams-runs", type=int, default=12,
+                        help="runs of Kafka Streams' driver in its one JVM, so that its JIT "
+                             "levels off before the figure is taken (see levelled())")
+    if not store:
+        return
     parser.add_argument("--kafka-streams-store", choices=["rocksdb", "in_memory"],
                         default="rocksdb", help="Kafka Streams' DSL store type (its default: "
                         "rocksdb; kspark's stores are in memory)")
+
+
+def levelled(rates: list[float], tolerance: float = 0.05, window: int = 3
+              ) -> tuple[int | None, float]:
+    """Where a JVM's run rates level off: the first run (0-based) from which every later run
+    is within ``tolerance`` of the median of the last ``window`` runs, and the best rate from
+    there on; ``(None, best of all)`` when the last runs are not that close (not levelled)."""
+    if len(rates) < window:
+        return None, max(rates)
+    tail = sorted(rates[-window:])[window // 2]
+    start = len(rates)
+    while start > 0 and abs(rates[start - 1] - tail) <= tolerance * tail:
+        start -= 1
+    if len(rates) - start < window:
+        return None, max(rates)
+    return start, max(rates[start:])
+
+
+def levelled_text(rates: list[float]) -> tuple[str, float]:
+    """A line on where Kafka Streams' runs levelled off, and the figure to compare with."""
+    start, rate = levelled(rates)
+    if start is None:
+        return (f"not levelled off after {len(rates)} runs (the last three more than 5 % "
+                f"apart): its best run {rate:,.0f} rec/s", rate)
+    return (f"its JIT levelled off from run {start + 1} of {len(rates)} (every later run "
+            f"within 5 % of the last three's median): best levelled run {rate:,.0f} rec/s", rate)
 
 
 def run_test_driver(main_class: str, rows: Iterable[tuple[Any, ...]], *args: str
