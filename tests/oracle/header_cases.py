@@ -54,6 +54,10 @@ def _tail(draw: st.DrawFn, tail: str) -> dict[str, Any]:
                              "max_records": draw(st.one_of(st.none(), st.integers(1, 3)))}
     if tail == "stream_table_join":
         p["kind"] = draw(st.sampled_from(["inner", "left"]))
+        if draw(st.integers(0, 2)):  # a versioned table, read as of each record's time
+            p["versioned"] = draw(st.integers(0, 60))
+            if draw(st.integers(0, 2)):  # a grace buffer, which keeps the records' headers
+                p["grace"] = draw(st.integers(0, p["versioned"]))
     if tail == "stream_join":
         p["kind"] = draw(st.sampled_from(["inner", "left", "outer"]))
         p["size"] = draw(st.integers(0, 30))
@@ -67,7 +71,8 @@ def headers_case(draw: st.DrawFn, records: Callable[..., st.SearchStrategy[list[
     """A stream or a table's stream, 0 to 3 stateless operators (re-keying ones among them,
     header operators that read, set, add and remove), one tail (none, a stream or table
     aggregation, cached or not and now and then suppressed, a time, sliding or session window
-    emitting on update or on close, a stream-table or stream-stream join) and 0 to 2 value-only
+    emitting on update or on close, a stream-table join (its table versioned or not, with a
+    grace buffer or not) or a stream-stream join) and 0 to 2 value-only
     operators; input records (``records``: ``oracle_cases.join_records``) carrying random
     headers, on "in" and the tail's other topic."""
     tail = draw(st.sampled_from(["none", "aggregate", "table_aggregate", "windowed", "windowed",
@@ -89,5 +94,9 @@ def headers_case(draw: st.DrawFn, records: Callable[..., st.SearchStrategy[list[
                        else draw(store_type))
     topics = ("in", OTHER_TOPIC[tail]) if tail in OTHER_TOPIC else ("in",)
     value = st.one_of(st.integers(-5, 20), st.none())
-    inputs = [draw(with_headers(record)) for record in draw(records(topics, value=value))]
+    # Kafka Streams 4.3.1 fails on a null key in a left join's grace buffer (oracle_cases'
+    # stream_table_join_case says where)
+    null_keys = not (p.get("kind") == "left" and tail == "stream_table_join" and "grace" in p)
+    inputs = [draw(with_headers(record))
+              for record in draw(records(topics, value=value, null_keys=null_keys))]
     return {"shape": "headers", "params": p, "inputs": inputs}

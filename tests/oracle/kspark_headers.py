@@ -24,7 +24,7 @@ from kspark import (
 from kspark.processor import FixedKeyProcessor, FixedKeyRecord
 
 PARAMS = {"source", "source_caching", "pre", "tail", "agg", "caching", "table_caching",
-          "windows", "size", "advance", "grace", "emit", "suppress", "kind", "post"}
+          "windows", "size", "advance", "grace", "emit", "suppress", "kind", "versioned", "post"}
 #: the operators that keep the key (``post``, after a windowed tail too)
 VALUE_OPS = ("filter", "map_values", "flat_map_values", "h_read", "h_set", "h_add", "h_remove")
 #: every operator of ``pre``
@@ -183,8 +183,13 @@ def build_headers(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     elif tail == "windowed":
         out = _suppress(p, _windowed(p, stream)).to_stream()
     elif tail == "stream_table_join":
-        table = builder.table("t", TEXT, LONG, _kv(p, "table", "table_caching"))
+        # "versioned": ms of history in a versioned store, "grace": the join's grace buffer
+        table = builder.table("t", TEXT, LONG, Materialized(
+            "table", caching=p.get("table_caching", True), key_serde=TEXT, value_serde=LONG,
+            versioned_history=p.get("versioned")))
         joined = Joined.with_(TEXT, LONG, LONG)
+        if p.get("grace") is not None:
+            joined = joined.with_grace_period(p.get("grace"))
         out = (stream.join(table, _joiner, joined) if p.get("kind") == "inner"
                else stream.left_join(table, _joiner, joined))
         inputs["t"] = LONG

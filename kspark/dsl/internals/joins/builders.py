@@ -217,13 +217,14 @@ def stream_table_join(
     topo.add_processor(name, partial(StreamTableJoinProcessor, getter, joiner, left,
                                      key_selector, buffer, j.grace_ms or 0, key_serde,
                                      tuple(topo.internal_topics)), stream.node)
-    topo.connect_processor_and_state_stores(name, *getter.store_names)
-    if left:  # a left join joins records with null keys
-        graph.relax_null_keys(name)
-    if buffer is not None:
+    if buffer is not None:  # the processor's own store first, then the table's (the order of
+        # the processor's stores in Kafka Streams' description, where two share a hash bucket)
         topo.add_state_store(StoreBuilder(
             buffer, "time_ordered_buffer", key_serde=Bytes(),
             value_serde=BufferedRecordSerde(_serde(j.value_serde, stream.value_serde))), name)
+    topo.connect_processor_and_state_stores(name, *getter.store_names)
+    if left:  # a left join joins records with null keys
+        graph.relax_null_keys(name)
     if table_node is not None:
         topo.copartition(stream.node, table_node)
     return name

@@ -39,6 +39,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -55,14 +56,15 @@ import kspark.oracle.Oracle.Params;
  * headers each operator's results carry. {@code stream("in")} or {@code table("in",
  * Materialized.as("source")).toStream()}, the stateless operators of {@code pre}, one
  * {@code tail} (none, a stream aggregation, a table aggregation of {@code toTable}, a windowed
- * aggregation, a stream-table join with {@code table("t")}, a stream-stream join with
+ * aggregation, a stream-table join with {@code table("t")} (versioned or not, with a grace
+ * buffer or not), a stream-stream join with
  * {@code stream("s")}), the value-only operators of {@code post}, then {@code to("out")}. String
  * keys (windowed after a windowed tail), Long values. No store is dumped.
  */
 final class HeaderShape {
 
     static final Set<String> PARAMS = Set.of("source", "source_caching", "pre", "tail", "agg", "caching",
-        "table_caching", "windows", "size", "advance", "grace", "emit", "suppress", "kind", "post");
+        "table_caching", "windows", "size", "advance", "grace", "emit", "suppress", "kind", "versioned", "post");
     static final Set<String> OPS = Set.of("filter", "map_values", "flat_map_values", "map", "flat_map", "repartition",
         "h_read", "h_set", "h_add", "h_remove");
     /** The operators that keep the key (allowed in {@code post}, after a windowed tail too). */
@@ -173,8 +175,16 @@ final class HeaderShape {
                 out = Oracle.maybeSuppress(p, t, true).toStream();
             }
             case "stream_table_join" -> {
-                final KTable<String, Long> table = builder.table("t", consumed, kv(p, "table", "table_caching"));
-                final Joined<String, Long, Long> joined = Joined.with(Serdes.String(), Serdes.Long(), Serdes.Long());
+                // "versioned": ms of history in a versioned store, "grace": the join's grace buffer
+                final KTable<String, Long> table = p.has("versioned")
+                    ? builder.table("t", consumed, Materialized.<String, Long>as(Stores.persistentVersionedKeyValueStore(
+                        "table", Duration.ofMillis(p.ms("versioned", null, 0))))
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                    : builder.table("t", consumed, kv(p, "table", "table_caching"));
+                Joined<String, Long, Long> joined = Joined.with(Serdes.String(), Serdes.Long(), Serdes.Long());
+                if (p.has("grace")) {
+                    joined = joined.withGracePeriod(Duration.ofMillis(p.ms("grace", null, 0)));
+                }
                 out = kind(p, Set.of("inner", "left")).equals("inner") ? stream.join(table, joiner, joined)
                     : stream.leftJoin(table, joiner, joined);
                 inputs.add("t");
