@@ -93,7 +93,8 @@ class KStream(ABC):
         KIP-221), ``<name>-repartition`` (``KSTREAM-REPARTITION-<index>-repartition`` without a
         name), with ``partitions`` partitions (default: as many as the source topics have) and
         ``partitioner(key, value)`` choosing each record's partition (default: Kafka's, on the
-        serialized key). Records with null keys go through too. The serdes default to the
+        serialized key). Records with null keys are dropped and counted unless a left or outer
+        join downstream joins them (docs/semantics.md §9). The serdes default to the
         stream's."""
 
     @abstractmethod

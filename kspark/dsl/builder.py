@@ -142,7 +142,9 @@ class StreamsBuilder(DslGraph):
         return self
 
     def build(self) -> Topology:
-        """The topology of everything built so far."""
+        """The topology of everything built so far (its repartitions' null-key filters
+        settled: :meth:`settle_null_keys`)."""
+        self.settle_null_keys()
         return self._topology
 
     # -- how the DSL classes make each other -------------------------------------------------

@@ -135,6 +135,17 @@ def test_a_grace_period_needs_a_versioned_table():
         b.stream("left", S, S).join(table, pair, Joined(grace=100))
 
 
+def test_a_join_lists_its_grace_buffer_before_the_table_it_reads():
+    """Kafka Streams adds a stream-table join's grace buffer with the processor and connects
+    the table's store after it (``StreamTableJoinNode#writeToTopology``); the description lists
+    a processor's stores in Java ``HashSet`` order, where ``j1-Buffer`` and ``table`` share a
+    bucket, so insertion order shows (found by the oracle's ``headers`` shape)."""
+    b = StreamsBuilder()
+    table = b.table("right", S, S, Materialized("table", versioned_history=100))
+    b.stream("left", S, S).join(table, pair, Joined(grace=10, name="j1")).to("out", S, S)
+    assert "Processor: j1 (stores: [j1-Buffer, table])" in str(b.build().describe())
+
+
 def test_a_versioned_table_answers_as_of_each_records_time_after_the_grace_period():
     def build(b):
         table = b.table("right", S, S, Materialized("levels", versioned_history=1_000))

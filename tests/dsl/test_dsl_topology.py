@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kspark import serdes
 from kspark.dsl import Materialized, StreamsBuilder
 from kspark.dsl.internals.internal_serde import ChangeSerde, Pickle
@@ -154,6 +156,33 @@ def test_null_keys_are_dropped_and_counted_before_the_repartition_topic():
         assert metrics["dropped-records-null-key"] == 1
         out = driver.create_output_topic("out", S, serdes.Long())
         assert out.read_key_values_to_list() == [("keep", 1)]
+
+
+@pytest.mark.parametrize("left_join", [False, True])
+def test_repartition_keeps_null_keys_only_for_a_join_downstream_that_joins_them(left_join):
+    """Kafka Streams 4.3.1 settles each repartition topic's null-key filter when it builds the
+    topology (``InternalStreamsBuilder#rewriteRepartitionNodes``): ``repartition()`` drops
+    null keys unless a left or outer join anywhere downstream joins them, and then keeps them
+    on every path (the written-out stream too). kspark kept them always (found by the
+    oracle's ``headers`` shape)."""
+    builder = StreamsBuilder()
+    stream = builder.stream("in", S, S).repartition()
+    stream.to("out", S, S)
+    if left_join:
+        table = builder.table("t", S, S)
+        stream.left_join(table, lambda v, w: f"{v}+{w}").to("joined", S, S)
+    with TopologyTestDriver(builder.build()) as driver:
+        inp = driver.create_input_topic("in", S, S)
+        inp.pipe_input(None, "n", 1)
+        inp.pipe_input("k", "v", 2)
+        out = driver.create_output_topic("out", S, S).read_key_values_to_list()
+        if left_join:
+            assert out == [(None, "n"), ("k", "v")]
+            assert driver.create_output_topic("joined", S, S).read_key_values_to_list() == [
+                (None, "n+None"), ("k", "v+None")]
+        else:
+            assert out == [("k", "v")]
+            assert driver.metrics()["dropped-records-null-key"] == 1
 
 
 def test_table_source_naming():

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark_headers import PARAMS as HEADER_PARAMS
+from kspark_headers import build_headers
+from kspark_headers import out_key_serde as header_key_serde
 from kspark_named import build_named
 from user_functions import Misbehaving
 
@@ -32,7 +35,8 @@ DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
                                                 "agg_names", "int_key_on"},
                                    "table_ops": {"source", "source_named", "caching", "operation",
                                                  "op_materialized", "op_caching", "op_unnamed",
-                                                 "op_named", "none_on", "raise_on"}}
+                                                 "op_named", "none_on", "raise_on"},
+                                   "headers": HEADER_PARAMS}
 
 CHAINS = ("none", "map", "consume", "drop")
 
@@ -248,6 +252,8 @@ def _grouping(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
 
 def out_key_serde(shape: str, p: Any) -> serdes.Serde:
     """The key serde of "out" for a DSL shape."""
+    if shape == "headers":
+        return header_key_serde(p)
     windows = p.get("windows", "none") if shape == "cogroup" else "none"
     if shape == "timestamp_extractor" or windows in ("time", "sliding"):
         return serdes.TimeWindowed(serdes.String(), p.get("size", 10))
@@ -263,7 +269,8 @@ BUILDERS = {"branch": (_branch, serdes.String()), "repartition": (_repartition, 
             "cogroup": (_cogroup, serdes.Long()),
             "table_ops": (_table_ops, serdes.Long()),
             "named": (build_named, serdes.Long()),
-            "grouping": (_grouping, serdes.Long())}
+            "grouping": (_grouping, serdes.Long()),
+            "headers": (build_headers, serdes.Long())}
 #: shape -> its stores by kind, as the oracle dumps them
 STORES = {"repartition": {"counts": "kv_ts"}, "process_values": {"counts": "kv_ts"},
           "grouping": {"sums": "kv_ts"}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from comparison import LONG_RETENTION
+from header_cases import headers_case
 from hypothesis import strategies as st
 from kspark_named import NODES as NAMED_NODES
 from kspark_named import STORES as NAMED_STORES
@@ -485,5 +486,6 @@ STRATEGIES["cogroup"] = cogroup_case()
 STRATEGIES["timestamp_extractor"] = timestamp_extractor_case()
 STRATEGIES["process_values"] = process_values_case()
 STRATEGIES["repartition"] = repartition_case()
-#: shapes without stores (``named``: none dumped): no changelogs to compare
-STATELESS_SHAPES = ("branch", "named")
+STRATEGIES["headers"] = headers_case(join_records, store_type())
+#: shapes without stores (``named``, ``headers``: none dumped): no changelogs to compare
+STATELESS_SHAPES = ("branch", "named", "headers")

@@ -2,7 +2,8 @@
 same inputs with headers (one, none, a repeated name, a null and an empty value) must forward
 the same headers. Aggregations of streams and tables, cached or not, and a repartition carry
 the headers of the record that made each result, windowed ones too (a session's uncached
-updates none, as in Kafka Streams)."""
+updates none, as in Kafka Streams). The ``headers`` shape of ``test_differential.py`` draws
+such cases at random (``header_cases.py``)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from kspark.dsl.internals.table_views import OldValues, SourceView, TableView
 from kspark.dsl.materialized import Materialized
 from kspark.serdes import Serde, as_serde
 from kspark.state.builders import StoreBuilder, Stores
+from kspark.topology.nodes import ProcessorNode, SinkNode, SourceNode
 from kspark.topology.topology import Topology
 from kspark.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -49,6 +50,9 @@ class DslGraph(ABC):
     def __init__(self) -> None:
         self._topology = Topology()
         self._index = 0
+        #: each repartition's null-key filter -> its topic; joins that join null keys
+        self._null_key_filters: dict[str, str] = {}
+        self._relaxed_joins: set[str] = set()
 
     # -- naming ------------------------------------------------------------------------------
     def new_name(self, prefix: str) -> str:
@@ -68,13 +72,13 @@ class DslGraph(ABC):
 
     # -- repartition topics ------------------------------------------------------------------
     def repartition(self, parent: str, prefix: str, key_serde: Serde | None,
-                    value_serde: Serde | None, *, drop_null_keys: bool = True,
+                    value_serde: Serde | None, *,
                     null_key_filter: bool = True, partitions: int | None = None,
                     partitioner: Callable[[Any, Any], int | None] | None = None,
                     stream_names: bool = True, named: str | None = None) -> str:
         """Route ``parent``'s records through the internal topic ``<prefix>-repartition``
         (``partitions`` of its own, else as the plan gives it): a null-key filter
-        (``null_key_filter``; it lets null keys pass unless ``drop_null_keys``), a sink
+        (``null_key_filter``; :meth:`settle_null_keys` says what it drops), a sink
         (``partitioner(key, value)`` choosing a record's partition), and a new source, which
         starts a new sub-topology. Serdes default to :class:`.internal_serde.Pickle`. The nodes
         take the next indexes (``KSTREAM-SINK-``, ``-FILTER-``, ``-SOURCE-``); as Kafka Streams
@@ -93,8 +97,8 @@ class DslGraph(ABC):
             sink, source = f"{named}-sink", f"{named}-source"
         topo = self._topology
         if null_key_filter:
-            topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic, drop_null_keys),
-                               parent)
+            topo.add_processor(filter_name, partial(DropNullKeyProcessor, topic), parent)
+            self._null_key_filters[filter_name] = topic
             parent = filter_name
         key_serde = key_serde or Pickle()
         value_serde = value_serde or Pickle()
@@ -103,6 +107,36 @@ class DslGraph(ABC):
         topo.internal_topics[topic] = partitions
         topo.add_source(source, topic, key_serde, value_serde)
         return source
+
+    def relax_null_keys(self, *joins: str) -> None:
+        """Mark ``joins`` (nodes of a left or outer join) as joining records with null keys:
+        the repartition topics upstream of them keep null keys (:meth:`settle_null_keys`)."""
+        self._relaxed_joins.update(joins)
+
+    def settle_null_keys(self) -> None:
+        """Each repartition's filter drops records with null keys unless a join that joins
+        them is downstream of it (a left or outer stream-stream join, a left stream-table or
+        stream-global-table join), whatever the repartition is for, as Kafka Streams rewrites
+        the filters when it builds the topology
+        (``InternalStreamsBuilder#rewriteRepartitionNodes``). Upstream of a node: its parents,
+        and a repartition topic's sinks upstream of the topic's source."""
+        topo = self._topology
+        upstream: set[str] = set()
+        todo = list(self._relaxed_joins)
+        while todo:
+            node = topo.nodes[todo.pop()]
+            if node.name in upstream:
+                continue
+            upstream.add(node.name)
+            if isinstance(node, SourceNode):
+                todo.extend(n.name for n in topo.nodes.values() if isinstance(n, SinkNode)
+                            and n.topic in node.topics and n.topic in topo.internal_topics)
+            else:
+                todo.extend(node.parents)
+        for name, topic in self._null_key_filters.items():
+            node = topo.nodes[name]
+            if isinstance(node, ProcessorNode):
+                node.supplier = partial(DropNullKeyProcessor, topic, name not in upstream)
 
     # -- how the DSL's streams and tables make each other ------------------------------------
     @abstractmethod

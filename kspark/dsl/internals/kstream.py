@@ -125,8 +125,8 @@ class KStreamImpl(KStream):
         value_serde = optional_serde(value_serde) or self._value_serde
         prefix = name or self._builder.new_name("KSTREAM-REPARTITION-")
         source = self._builder.repartition(
-            self._node, prefix, key_serde, value_serde, drop_null_keys=False,
-            partitions=partitions, partitioner=partitioner)
+            self._node, prefix, key_serde, value_serde, partitions=partitions,
+            partitioner=partitioner)
         return KStreamImpl(self._builder, source, key_serde, value_serde, False)
 
     def split(self, prefix: str | None = None) -> BranchedKStream:

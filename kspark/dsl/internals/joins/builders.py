@@ -71,13 +71,12 @@ def _serde(given: Any, known: Serde | None) -> Serde | None:
 
 
 def repartitioned(graph: DslGraph, side: StreamSide, name: str, key_serde: Serde | None,
-                  value_serde: Serde | None, *, keep_null_keys: bool) -> StreamSide:
+                  value_serde: Serde | None) -> StreamSide:
     """``side`` read back through the repartition topic ``<name>-repartition`` if its key may
-    have changed (null keys kept for joins that join them, as Kafka Streams keeps them)."""
+    have changed (null keys kept for joins that join them: ``DslGraph.relax_null_keys``)."""
     if not side.repartition_required:
         return side
-    source = graph.repartition(side.node, name, key_serde, value_serde,
-                               drop_null_keys=not keep_null_keys)
+    source = graph.repartition(side.node, name, key_serde, value_serde)
     return StreamSide(source, key_serde, value_serde, False)
 
 
@@ -103,12 +102,10 @@ def stream_stream_join(
     key_serde = _serde(sj.key_serde, this.key_serde)
     this_values = _serde(sj.value_serde, this.value_serde)
     other_values = _serde(sj.other_value_serde, other.value_serde)
-    relaxed = this_outer  # left and outer joins join records with null keys
     this = repartitioned(graph, this, f"{sj.name}-left" if sj.name else this.node,
-                         key_serde, this_values, keep_null_keys=relaxed)
+                         key_serde, this_values)
     other = repartitioned(graph, other, f"{sj.name}-right" if sj.name else other.node,
-                          _serde(sj.key_serde, other.key_serde), other_values,
-                          keep_null_keys=relaxed)
+                          _serde(sj.key_serde, other.key_serde), other_values)
     topo = graph.topology
 
     def name(suffix: str, prefix: str) -> str:
@@ -151,6 +148,8 @@ def stream_stream_join(
                                            other_store=this_store, this_values=other_stored,
                                            other_values=this_stored), other_windowed)
     topo.add_processor(merge, PassThroughProcessor, this_join, other_join)
+    if this_outer:  # left and outer joins join records with null keys
+        graph.relax_null_keys(this_join, other_join)
     topo.add_state_store(_window_store(this_store, windows, key_serde, sj), this_windowed,
                          other_join)
     topo.add_state_store(_window_store(other_store, windows, key_serde, sj), other_windowed,
@@ -206,7 +205,7 @@ def stream_table_join(
     if key_selector is None:  # a table: co-partitioned with the stream, repartitioned if need be
         stream = repartitioned(graph, stream, j.name or stream.node,
                                _serde(j.key_serde, stream.key_serde),
-                               _serde(j.value_serde, stream.value_serde), keep_null_keys=left)
+                               _serde(j.value_serde, stream.value_serde))
         prefix = "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-"
     else:
         prefix = "KSTREAM-LEFTJOIN-"  # Kafka Streams names both global joins so
@@ -218,11 +217,14 @@ def stream_table_join(
     topo.add_processor(name, partial(StreamTableJoinProcessor, getter, joiner, left,
                                      key_selector, buffer, j.grace_ms or 0, key_serde,
                                      tuple(topo.internal_topics)), stream.node)
-    topo.connect_processor_and_state_stores(name, *getter.store_names)
-    if buffer is not None:
+    if buffer is not None:  # the processor's own store first, then the table's (the order of
+        # the processor's stores in Kafka Streams' description, where two share a hash bucket)
         topo.add_state_store(StoreBuilder(
             buffer, "time_ordered_buffer", key_serde=Bytes(),
             value_serde=BufferedRecordSerde(_serde(j.value_serde, stream.value_serde))), name)
+    topo.connect_processor_and_state_stores(name, *getter.store_names)
+    if left:  # a left join joins records with null keys
+        graph.relax_null_keys(name)
     if table_node is not None:
         topo.copartition(stream.node, table_node)
     return name

@@ -84,6 +84,7 @@ final class Dsl {
         SHAPES.put("grouping", Set.of("by", "grouped_name", "caching", "counts_named", "agg_names", "int_key_on"));
         SHAPES.put("table_ops", Set.of("source", "source_named", "caching", "operation", "op_materialized", "op_caching",
             "op_unnamed", "op_named", "none_on", "raise_on"));
+        SHAPES.put("headers", HeaderShape.PARAMS);
     }
 
     static final Set<String> CHAINS = Set.of("none", "map", "consume", "drop");
@@ -101,6 +102,7 @@ final class Dsl {
             case "table_ops" -> tableOps(p);
             case "named" -> NamedShape.build(p);
             case "grouping" -> grouping(p);
+            case "headers" -> HeaderShape.build(p);
             default -> throw new CaseError("unknown DSL shape '" + shape + "'");
         };
     }

@@ -656,7 +656,7 @@ public final class Oracle {
             case "punctuator" -> punctuator(p);
             case "stream_join", "stream_table_join", "global_join", "table_join", "fk_join" -> Joins.build(shape, p);
             case "branch", "repartition", "process_values", "timestamp_extractor", "cogroup", "table_ops",
-                 "named", "grouping" ->
+                 "named", "grouping", "headers" ->
                 Dsl.build(shape, p);
             default -> throw new CaseError("unknown shape '" + shape + "'");
         };
