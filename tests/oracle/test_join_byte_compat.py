@@ -222,7 +222,8 @@ def test_a_logged_null_moves_the_restored_stores_stream_time(kafka_streams) -> N
     Kafka Streams' segmented stores restore every record: the segment of a@10 has expired (one
     minute segments, retention 20 ms) and the right record after the restart joins nothing.
     Without the restart it joins a@10."""
-    case = {"shape": "stream_join", "params": {"kind": "inner", "diff": 10, "store_type": "rocksdb"},
+    params = {"kind": "inner", "diff": 10, "store_type": "rocksdb"}
+    case = {"shape": "stream_join", "params": params,
             "inputs": [_left("a", "x", 10), _left("a", None, 120_000), _right("a", "r", 15)]}
     assert _records(kafka_streams.run(case)) == [("a", "x+r", 15)]
     assert _restarted_records(kafka_streams, case, 2) == []
