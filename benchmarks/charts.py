@@ -24,3 +24,31 @@ def bars(path: str, title: str, labels: list[str],
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"chart: {path}")
+
+
+def distributions(path: str, title: str, panels: list[tuple[str, dict[str, list[float]]]]
+                  ) -> None:
+    """One panel per ``(title, {label: values})``: each label's values as a cumulative
+    distribution (x logarithmic), written to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels) + 1, 4.5), squeeze=False)
+    for axis, (name, series) in zip(axes[0], panels):
+        for label, values in series.items():
+            ordered = sorted(max(v, 1e-3) for v in values)
+            axis.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))],
+                      label=label)
+        axis.set_xscale("log")
+        axis.set_xlabel("seconds from production to the first output (log)")
+        axis.set_ylabel("share of clicks")
+        axis.set_title(name, fontsize=9)
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"chart: {path}")
