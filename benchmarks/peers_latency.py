@@ -236,7 +236,7 @@ def run_engine(engine: str, what: str, rate: float, args: argparse.Namespace, bo
             if all(outputs.answered(u, ts) for u, ts in last.items()):
                 drained = time.time() - until
                 break
-            time.sleep(1.0)
+            time.sleep(0.25)
     finally:
         stop.set()
         if producer.pid is not None:
@@ -413,6 +413,6 @@ def chart(path: str, tables: list[tuple[str, dict[str, dict[str, Any]]]]) -> Non
                             text=True, cwd=PEERS).stdout.strip() or "?"
     distributions(path, f"produce-to-output latency, Kafka to Kafka "
                   f"({time.strftime('%Y-%m-%d')}, {commit}, {os.cpu_count()} cores)",
-                  [(title, {LABELS[e]: [d / 1000 for d in r["delays"]]
+                  [(title, {LABELS[e]: ([d / 1000 for d in r["delays"]], r["measured"])
                             for e, r in results.items() if r["delays"]})
                    for title, results in tables])

@@ -410,18 +410,23 @@ def main(argv: list[str] | None = None) -> int:
     pages_how = (f"ARRAY_SORT(ARRAY_AGG({args.pages_order}-prefixed page)) in SQL"
                  if args.pages_impl == "sql" else "ARRAY_AGG(ROW) sorted by a Python scalar UDF")
     pages_how += f", {args.pages_order} order"
-    print(f"config: Flink {pyflink_version} (PyFlink Table API / SQL, local MiniCluster, "
-          f"{os.path.basename(args.jar)}), SESSION window TVF (gap {GAP_S} s, watermark ts - "
-          f"{GRACE_S} s, {args.watermark_emit}"
-          + (f" every {args.watermark_interval_ms} ms" if args.watermark_emit == "on-periodic"
-             else "") + f"), parallelism {args.parallelism}, checkpoint every "
-          f"{args.checkpoint_ms} ms, exactly-once Kafka sink (transactions), "
-          f"{args.state_backend} state backend, object reuse, pages by {pages_how}, "
-          + ("unbounded" if args.unbounded else "bounded (latest offsets at start)")
-          + (f", consumer {args.consumer_property}" if args.consumer_property else "")
-          + "; mini-batch: n/a (window aggregation)"
-          + ("; --job counts: COUNT(*) GROUP BY user to upsert-kafka, exactly once, no "
-             "mini-batch (an update per click)" if args.job == "counts" else ""), flush=True)
+    if args.job == "counts":
+        print(f"config: Flink {pyflink_version} (PyFlink Table API / SQL, local MiniCluster, "
+              f"{os.path.basename(args.jar)}), COUNT(*) GROUP BY user (no mini-batch: an "
+              f"update per click) to upsert-kafka, exactly once, parallelism "
+              f"{args.parallelism}, checkpoint every {args.checkpoint_ms} ms, "
+              f"{args.state_backend} state backend, object reuse, unbounded", flush=True)
+    else:
+        print(f"config: Flink {pyflink_version} (PyFlink Table API / SQL, local MiniCluster, "
+              f"{os.path.basename(args.jar)}), SESSION window TVF (gap {GAP_S} s, watermark ts - "
+              f"{GRACE_S} s, {args.watermark_emit}"
+              + (f" every {args.watermark_interval_ms} ms" if args.watermark_emit == "on-periodic"
+                 else "") + f"), parallelism {args.parallelism}, checkpoint every "
+              f"{args.checkpoint_ms} ms, exactly-once Kafka sink (transactions), "
+              f"{args.state_backend} state backend, object reuse, pages by {pages_how}, "
+              + ("unbounded" if args.unbounded else "bounded (latest offsets at start)")
+              + (f", consumer {args.consumer_property}" if args.consumer_property else "")
+              + "; mini-batch: n/a (window aggregation)", flush=True)
     print("flink settings: " + json.dumps({**conf, "transactional_id_prefix": txn_prefix,
                                            "table_environment_s": round(env_s, 2)}), flush=True)
 

@@ -310,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.live:
             job = Job(args.input, args.counts, args.pages, args.consumer_group, state_dir)
-            app = build_app(args, job, input_end_offsets(args.bootstrap, args.input,
-                                                         args.consumer_group)[0],
-                            state_dir, Progress(args.input, 0, {}, 0))
+            partitions = input_end_offsets(args.bootstrap, args.input, args.consumer_group)[0]
+            app = build_app(args, job, partitions, state_dir,
+                            Progress(args.input, partitions, {}, 0))
             print_config(app, args, state_dir)
             print("config: " + ("a running count per user (stateful apply)" if args.job == "counts"
                                 else "sessions emitted on every update (.current())")
