@@ -156,8 +156,9 @@ class Engine:
         cmd = self.command()
         if cmd is None:
             return False
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(self.log, "w"),  # noqa: SIM115
-                                     text=True, bufsize=1, cwd=PEERS, start_new_session=True)
+        with open(self.log, "w") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True,
+                                         bufsize=1, cwd=PEERS, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
         return True
 
