@@ -367,6 +367,7 @@ def main(argv: list[str]) -> None:
               f"read_committed; {args.seconds:g} s measured after {args.warm_up:g} s of warm-up:")
         side_by_side([
             ("input rate, clicks/s", {e: f"{r['rate']:,.0f}" for e, r in results.items()}),
+            ("reached while measured", {e: f"{r['reached']:,.0f}" for e, r in results.items()}),
             ("median latency, s", {e: text(r["median"]) for e, r in results.items()}),
             ("p95 latency, s", {e: text(r["p95"]) for e, r in results.items()}),
             ("p99 latency, s", {e: text(r["p99"]) for e, r in results.items()}),
