@@ -133,7 +133,8 @@ class KafkaStreamsApp:
                  commit_interval_ms: int = COMMIT_INTERVAL_MS, threads: int = 2,
                  cache_max_bytes: int | None = None,
                  jvm_options: tuple[str, ...] = JVM_OPTIONS, jar: Path | None = None,
-                 emit_interval_ms: int | None = None, warm_up_input: str | None = None) -> None:
+                 emit_interval_ms: int | None = None, warm_up_input: str | None = None,
+                 job: str = "sessions") -> None:
         self.bootstrap = bootstrap
         self.application_id = application_id
         self.input_topic = input_topic
@@ -151,6 +152,8 @@ class KafkaStreamsApp:
             self.command += ["--cache-max-bytes", str(cache_max_bytes)]
         if emit_interval_ms is not None:  # else 0: see SessionsApp.java
             self.command += ["--emit-interval-ms", str(emit_interval_ms)]
+        if job != "sessions":  # "counts": a running count per user (SessionsApp.java)
+            self.command += ["--job", job]
         if warm_up_input is not None:  # run on it first, in the same JVM (its "warmed-up")
             self.command += ["--warm-up-input", warm_up_input]
         self._proc: subprocess.Popen[str] | None = None

@@ -41,6 +41,9 @@ counted and printed with the reason.
     .venv/bin/python benchmarks/peers.py --records 1000000 --warm-up 200000
     .venv/bin/python benchmarks/peers.py --engines kspark,spark --records 200000 --chart peers.png
 
+``peers.py latency [...]``: produce-to-output latency on every engine at steady rates
+(``benchmarks/peers_latency.py``).
+
 ``--chart`` writes a PNG of each engine's records/s, CPU seconds per million records and peak
 memory (the ``plot`` extra: matplotlib). Memory is the peak of the engine's processes' PSS
 together (``machine.ProcessTree``); the RSS is printed beside it.
@@ -427,4 +430,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["latency"]:
+        from peers_latency import main as latency
+
+        latency(sys.argv[2:])
+    else:
+        main()

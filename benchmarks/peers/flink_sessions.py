@@ -21,7 +21,9 @@ bounded (``scan.startup.mode = earliest-offset``, ``scan.bounded.mode = latest-o
 records there when the job starts); at its end the source emits the final watermark
 (Long.MAX_VALUE), which closes every open session, and Flink triggers the final checkpoint at
 once, which commits the last transactions; then the job, and the script, end. ``--unbounded``
-reads until Ctrl-C or SIGTERM, which cancel the job.
+reads until Ctrl-C or SIGTERM, which cancel the job; ``--live`` is the same, saying when the job
+runs (``benchmarks/peers_latency.py``: a session is still emitted only when the watermark passes
+its end, and is visible to ``read_committed`` readers only at the next checkpoint).
 
 Late records are dropped by the window operator: a record whose own window ``[ts, ts + gap)``,
 after merging with its user's open sessions, ends at or before the watermark. The operator
@@ -93,6 +95,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--unbounded", action="store_true",
                    help="keep reading (until Ctrl-C or SIGTERM) instead of stopping at the "
                         "offsets that are the latest when the job starts")
+    p.add_argument("--live", action="store_true",
+                   help="--unbounded, saying when the job runs (benchmarks/peers_latency.py)")
+    p.add_argument("--job", choices=["sessions", "counts"], default="sessions",
+                   help="counts: a running count of each user's clicks (GROUP BY user, an "
+                        "updating table) to an upsert-kafka sink on --counts, exactly once")
     p.add_argument("--pages-impl", choices=["sql", "python"], default="sql",
                    help="sql: ARRAY_SORT over ARRAY_AGG of time-prefixed pages (all in the JVM); "
                         "python: ARRAY_AGG of rows sorted by a Python scalar UDF once per "
@@ -205,6 +212,22 @@ def ddl(args: argparse.Namespace, tag: str, source: str, counts: str, pages: str
     return tables
 
 
+def counts_sink(args: argparse.Namespace, tag: str, counts: str, txn_prefix: str) -> str:
+    """``--job counts``: an upsert-kafka table of each user's running count (JSON ``{"user",
+    "count"}``), exactly once."""
+    return f"""
+        CREATE TEMPORARY TABLE user_counts_{tag} (
+            `user` STRING,
+            `count` BIGINT,
+            PRIMARY KEY (`user`) NOT ENFORCED
+        ) WITH ('connector' = 'upsert-kafka', 'topic' = '{counts}',
+            'properties.bootstrap.servers' = '{args.bootstrap}',
+            'key.format' = 'raw', 'value.format' = 'json', 'value.fields-include' = 'ALL',
+            'sink.delivery-guarantee' = 'exactly-once',
+            'sink.transactional-id-prefix' = '{txn_prefix}-{tag}-user-counts',
+            'properties.transaction.timeout.ms' = '900000')"""
+
+
 def epoch_ms(col: str) -> str:
     return f"(EXTRACT(EPOCH FROM {col}) * 1000 + EXTRACT(MILLISECOND FROM {col}))"
 
@@ -304,15 +327,23 @@ def run_job(t_env: Any, args: argparse.Namespace, tag: str, source: str, counts:
             pages: str, txn_prefix: str, rest_port: int, bounded: bool) -> dict[str, Any]:
     """Plan, submit and wait for one job; its figures."""
     t0 = time.time()
-    for stmt in [*ddl(args, tag, source, counts, pages, txn_prefix, bounded),
-                 sessions_view(args, tag)]:
+    tables = ddl(args, tag, source, counts, pages, txn_prefix, bounded)
+    if args.job == "counts":
+        statements, writes = [tables[0], counts_sink(args, tag, counts, txn_prefix)], [
+            f"INSERT INTO user_counts_{tag} SELECT `user`, COUNT(*) FROM clicks_{tag} "
+            f"GROUP BY `user`"]
+    else:
+        statements, writes = [*tables, sessions_view(args, tag)], inserts(tag)
+    for stmt in statements:
         t_env.execute_sql(stmt)
     stmts = t_env.create_statement_set()
-    for stmt in inserts(tag):
+    for stmt in writes:
         stmts.add_insert_sql(stmt)
     if args.explain:
         print(stmts.explain(), flush=True)
     result = stmts.execute()  # plans, starts the job's MiniCluster, submits
+    if not bounded:
+        protocol.live()
     client = result.get_job_client()
     job_id = str(client.get_job_id()) if client is not None else "?"
     figures: dict[str, Any] = {"job_id": job_id, "submit_s": round(time.time() - t0, 2)}
@@ -346,6 +377,7 @@ def run_job(t_env: Any, args: argparse.Namespace, tag: str, source: str, counts:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.unbounded = args.unbounded or args.live
     if not os.path.exists(args.jar):
         sys.exit(f"Kafka SQL connector jar not found: {args.jar} (see --jar)")
     rest_port = free_port() if args.rest_port == 0 else args.rest_port
@@ -378,16 +410,23 @@ def main(argv: list[str] | None = None) -> int:
     pages_how = (f"ARRAY_SORT(ARRAY_AGG({args.pages_order}-prefixed page)) in SQL"
                  if args.pages_impl == "sql" else "ARRAY_AGG(ROW) sorted by a Python scalar UDF")
     pages_how += f", {args.pages_order} order"
-    print(f"config: Flink {pyflink_version} (PyFlink Table API / SQL, local MiniCluster, "
-          f"{os.path.basename(args.jar)}), SESSION window TVF (gap {GAP_S} s, watermark ts - "
-          f"{GRACE_S} s, {args.watermark_emit}"
-          + (f" every {args.watermark_interval_ms} ms" if args.watermark_emit == "on-periodic"
-             else "") + f"), parallelism {args.parallelism}, checkpoint every "
-          f"{args.checkpoint_ms} ms, exactly-once Kafka sink (transactions), "
-          f"{args.state_backend} state backend, object reuse, pages by {pages_how}, "
-          + ("unbounded" if args.unbounded else "bounded (latest offsets at start)")
-          + (f", consumer {args.consumer_property}" if args.consumer_property else "")
-          + "; mini-batch: n/a (window aggregation)", flush=True)
+    if args.job == "counts":
+        print(f"config: Flink {pyflink_version} (PyFlink Table API / SQL, local MiniCluster, "
+              f"{os.path.basename(args.jar)}), COUNT(*) GROUP BY user (no mini-batch: an "
+              f"update per click) to upsert-kafka, exactly once, parallelism "
+              f"{args.parallelism}, checkpoint every {args.checkpoint_ms} ms, "
+              f"{args.state_backend} state backend, object reuse, unbounded", flush=True)
+    else:
+        print(f"config: Flink {pyflink_version} (PyFlink Table API / SQL, local MiniCluster, "
+              f"{os.path.basename(args.jar)}), SESSION window TVF (gap {GAP_S} s, watermark ts - "
+              f"{GRACE_S} s, {args.watermark_emit}"
+              + (f" every {args.watermark_interval_ms} ms" if args.watermark_emit == "on-periodic"
+                 else "") + f"), parallelism {args.parallelism}, checkpoint every "
+              f"{args.checkpoint_ms} ms, exactly-once Kafka sink (transactions), "
+              f"{args.state_backend} state backend, object reuse, pages by {pages_how}, "
+              + ("unbounded" if args.unbounded else "bounded (latest offsets at start)")
+              + (f", consumer {args.consumer_property}" if args.consumer_property else "")
+              + "; mini-batch: n/a (window aggregation)", flush=True)
     print("flink settings: " + json.dumps({**conf, "transactional_id_prefix": txn_prefix,
                                            "table_environment_s": round(env_s, 2)}), flush=True)
 

@@ -5,6 +5,11 @@ measured run from ``StreamsApp.start`` to its last micro-batch's Kafka transacti
 
     .venv/bin/python benchmarks/peers/kspark_sessions.py --bootstrap HOST:PORT --input clicks \\
         --counts kspark-session-counts --pages kspark-session-pages [--warm-up-input TOPIC]
+
+``--live`` (``benchmarks/peers_latency.py``): the example with sessions emitted on update
+(through its caches, flushed at each micro-batch's commit), micro-batches back to back (no
+trigger interval), until SIGTERM; with ``--job counts``, a running count of each user's clicks
+instead, written at every micro-batch (String key, Long value).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 
 import protocol
 
-from kspark import io
+from kspark import Materialized, StreamsBuilder, io, serdes
 from kspark.examples.sessions import topology
 from kspark.spark import StreamsApp
 from kspark.spark.session import kspark_spark_conf, local_spark
@@ -36,6 +41,36 @@ def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id
     return app
 
 
+def counts_topology() -> Any:
+    """clicks -> the number of clicks of each user so far (store ``user-counts``)."""
+    builder = StreamsBuilder()
+    (builder.stream("clicks", serdes.String(), serdes.Json())
+     .group_by_key(serdes.String(), serdes.Json()).count(Materialized("user-counts"))
+     .to_stream().to("user-counts", serdes.String(), serdes.Long()))
+    return builder.build()
+
+
+def live(spark: Any, args: Any, work: str) -> None:
+    """The live job (sessions emitted on update, or the running counts), from the input's
+    start, until SIGTERM."""
+    topics = {"clicks": io.kafka(args.bootstrap, topic=args.input)}
+    if args.job == "counts":
+        job = counts_topology()
+        topics["user-counts"] = io.kafka(args.bootstrap, topic=args.counts)
+    else:
+        job = topology(emit_on_close=False)
+        topics["session-counts"] = io.kafka(args.bootstrap, topic=args.counts)
+        topics["session-pages"] = io.kafka(args.bootstrap, topic=args.pages)
+    app = StreamsApp(job, "peers-kspark-live", topics, spark=spark,
+                     checkpoint_dir=os.path.join(work, "live"))
+    app.start()
+    protocol.live()
+    try:
+        protocol.until_stopped()
+    finally:
+        app.stop()
+
+
 def main() -> None:
     options = protocol.parser()
     options.add_argument("--master", default="local[2]")
@@ -50,10 +85,16 @@ def main() -> None:
           f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
           f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}"
           + "".join(f", {k}={v}" for k, v in extra.items())
-          + (f", at most {args.per_trigger:,} clicks a micro-batch" if args.per_trigger else ""),
+          + (f", at most {args.per_trigger:,} clicks a micro-batch" if args.per_trigger else "")
+          + ((", a running count per user" if args.job == "counts" else
+              ", sessions emitted on update") + ", micro-batches back to back"
+             if args.live else ""),
           flush=True)
     work = tempfile.mkdtemp(prefix="peers-kspark-")
     spark = local_spark(args.master, extra)
+    if args.live:
+        live(spark, args, work)
+        return
     app, elapsed, warm_up_s = protocol.measure(
         args, lambda source, counts, pages, tag: run(
             spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work,

@@ -23,6 +23,12 @@ For ``benchmarks/peers.py`` it speaks ``protocol``: an optional warm-up run on o
 ``<counts>-warm-up`` / ``<pages>-warm-up``), then ``peers: measuring``, the measured run, and
 ``peers: result {"elapsed", "warm_up_s", "dropped", ...}`` (dropped: late clicks).
 
+``--live`` (``benchmarks/peers_latency.py``): every update of a session emitted
+(``.current()``; Quix refuses ``Collect`` there, so the pages are appended by a ``Reduce``), the
+input read until SIGTERM; under exactly-once the results are visible at each checkpoint's commit
+(``--commit-interval``). ``--live --job counts``: a running count of each user's clicks instead
+(a stateful ``apply``), JSON ``{"user", "count"}`` to ``--counts``.
+
 Setup: ``benchmarks/peers/setup.sh`` (a virtual environment of its own with
 ``requirements-quix.txt``, by default ``~/.cache/kspark/peers/quix``).
 
@@ -52,7 +58,7 @@ import protocol
 import quixstreams
 from confluent_kafka import Consumer, TopicPartition
 from quixstreams import Application
-from quixstreams.dataframe.windows import Collect, Count
+from quixstreams.dataframe.windows import Collect, Count, Reduce
 from quixstreams.models import TopicConfig
 
 GAP = timedelta(seconds=10)
@@ -82,6 +88,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--processes", type=int, default=1,
                    help="app instances in the consumer group (Quix scales out by replicas)")
     p.add_argument("--warm-up-input", help="process this topic first, in the same process")
+    p.add_argument("--live", action="store_true",
+                   help="a live job: every update of a session emitted (.current()), the input "
+                        "read until SIGTERM (benchmarks/peers_latency.py)")
+    p.add_argument("--job", choices=("sessions", "counts"), default="sessions",
+                   help="with --live: the sessions job, or a running count of each user's "
+                        "clicks (stateful apply) to --counts")
     p.add_argument("--loglevel", default="WARNING")
     return p.parse_args(argv)
 
@@ -170,6 +182,13 @@ def to_pages(w: dict, key: str, _ts: int, _headers: object) -> dict:
     return {"user": key, "start": w["start"], "end": w["end"] - 1, "pages": w["pages"]}
 
 
+def running_count(_value: Any, key: str, _ts: int, _headers: object, state: Any) -> dict:
+    """``--job counts``: the user's clicks so far, in its state."""
+    count = state.get("count", 0) + 1
+    state.set("count", count)
+    return {"user": key, "count": count}
+
+
 def build_app(args: argparse.Namespace, job: Job, partitions: int, state_dir: str,
               progress: Progress) -> Application:
     app = Application(
@@ -189,12 +208,20 @@ def build_app(args: argparse.Namespace, job: Job, partitions: int, state_dir: st
     pages = app.topic(job.pages, key_serializer="str", value_serializer="json",
                       config=out_config)
 
-    sessions = (
-        app.dataframe(inp)
-        .session_window(inactivity_gap_ms=GAP, grace_ms=GRACE, on_late=progress.on_late)
-        .agg(count=Count(), pages=Collect("page"))
-        .final(closing_strategy=args.closing_strategy)
-    )
+    if args.live and args.job == "counts":
+        app.dataframe(inp).apply(running_count, stateful=True, metadata=True).to_topic(counts)
+        return app
+    window = app.dataframe(inp).session_window(inactivity_gap_ms=GAP, grace_ms=GRACE,
+                                               on_late=progress.on_late)
+    if args.live:  # Collect is refused by .current(): the pages appended by a Reduce instead
+        sessions = window.agg(count=Count(), pages=Reduce(
+            reducer=lambda pages, click: [*pages, click["page"]],
+            initializer=lambda click: [click["page"]],
+            merger=lambda left, right: left + right)).current(
+                closing_strategy=args.closing_strategy)
+    else:
+        sessions = window.agg(count=Count(), pages=Collect("page")).final(
+            closing_strategy=args.closing_strategy)
     # Two branches off one window: Quix copies the window result for the second branch.
     sessions.apply(to_counts, metadata=True).to_topic(counts)
     sessions.apply(to_pages, metadata=True).to_topic(pages)
@@ -281,6 +308,18 @@ def main(argv: list[str] | None = None) -> int:
     own_state = args.state_dir is None
     state_dir = tempfile.mkdtemp(prefix="quix-state-") if own_state else args.state_dir
     try:
+        if args.live:
+            job = Job(args.input, args.counts, args.pages, args.consumer_group, state_dir)
+            partitions = input_end_offsets(args.bootstrap, args.input, args.consumer_group)[0]
+            app = build_app(args, job, partitions, state_dir,
+                            Progress(args.input, partitions, {}, 0))
+            print_config(app, args, state_dir)
+            print("config: " + ("a running count per user (stateful apply)" if args.job == "counts"
+                                else "sessions emitted on every update (.current())")
+                  + ", until SIGTERM", flush=True)
+            protocol.live()
+            app.run()  # Quix stops on SIGTERM: its last checkpoint committed
+            return 0
         warm_up_s = 0.0
         if args.warm_up_input:
             t0 = time.time()

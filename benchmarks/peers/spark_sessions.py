@@ -13,6 +13,13 @@ partition``), 4 shuffle partitions (the input's), the JVM's default JIT.
     .venv/bin/python benchmarks/peers/spark_sessions.py --bootstrap HOST:PORT --input clicks \\
         --counts spark-session-counts --pages spark-session-pages [--warm-up-input TOPIC]
 
+``--live`` (``benchmarks/peers_latency.py``): the same query, append mode (Spark 4 refuses update
+mode for session windows: ``STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION``), so a session is still
+written once, when the watermark passes its end; micro-batches back to back (Spark's default
+trigger; a batch without data runs when the watermark moves), until SIGTERM; at least once.
+With ``--job counts``: a running count of each user's clicks, update mode, JSON ``{"user",
+"count"}``.
+
 Output values are JSON ``{"user", "start", "end", "count" | "pages"}`` with Kafka Streams'
 session bounds (the first and the last click's timestamps: Spark's end is the last + the gap).
 """
@@ -59,7 +66,7 @@ def session(master: str, rocksdb: bool) -> SparkSession:
 
 
 def run(spark: SparkSession, bootstrap: str, source: str, counts: str, pages: str,
-        checkpoint: str) -> None:
+        checkpoint: str, live: bool = False) -> None:
     clicks = (
         spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source).option("startingOffsets", "earliest").load()
@@ -80,9 +87,36 @@ def run(spark: SparkSession, bootstrap: str, source: str, counts: str, pages: st
         F.struct(F.lit(counts).alias("topic"), count.alias("value")),
         F.struct(F.lit(pages).alias("topic"), pages_of.alias("value")))).alias("row")
     ).select("key", "row.topic", "row.value")  # one query, a row for each output topic
-    (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-     .outputMode("append").trigger(availableNow=True)
-     .option("checkpointLocation", checkpoint).start().awaitTermination())
+    writer = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("checkpointLocation", checkpoint))
+    writer = writer.outputMode("append")
+    if not live:
+        writer.trigger(availableNow=True).start().awaitTermination()
+        return
+    query = writer.start()
+    protocol.live()
+    try:
+        protocol.until_stopped()
+    finally:
+        query.stop()
+
+
+def live_counts(spark: SparkSession, bootstrap: str, source: str, counts: str,
+                checkpoint: str) -> None:
+    """A running count of each user's clicks, update mode (each micro-batch writes the users it
+    changed), JSON ``{"user", "count"}``, until SIGTERM."""
+    out = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+           .option("subscribe", source).option("startingOffsets", "earliest").load()
+           .select(F.col("key").cast("string").alias("user")).groupBy("user").count()
+           .select(F.col("user").alias("key"), F.to_json(F.struct("user", "count")).alias("value")))
+    query = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", counts).option("checkpointLocation", checkpoint)
+             .outputMode("update").start())
+    protocol.live()
+    try:
+        protocol.until_stopped()
+    finally:
+        query.stop()
 
 
 def main() -> None:
@@ -92,6 +126,17 @@ def main() -> None:
     args = options.parse_args()
     spark = session(args.master, args.rocksdb)
     work = tempfile.mkdtemp(prefix="peers-spark-")
+    if args.live and args.job == "counts":
+        print("config: a running count per user, update output mode, micro-batches back to "
+              "back (default trigger)", flush=True)
+        live_counts(spark, args.bootstrap, args.input, args.counts, os.path.join(work, "live"))
+        return
+    if args.live:
+        print("config: append output mode (sessions written when they close), micro-batches "
+              "back to back (default trigger)", flush=True)
+        run(spark, args.bootstrap, args.input, args.counts, args.pages,
+            os.path.join(work, "live"), live=True)
+        return
     _, elapsed, warm_up_s = protocol.measure(
         args, lambda source, counts, pages, tag: run(
             spark, args.bootstrap, source, counts, pages, os.path.join(work, tag)))

@@ -34,6 +34,7 @@ import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 
 import java.io.IOException;
@@ -60,7 +61,8 @@ import java.util.Properties;
  *
  * <p>Options ({@code --name value}): bootstrap, application-id, input, counts, pages, emit
  * (close|update), state-dir, commit-interval-ms (100), threads (2), emit-interval-ms (0),
- * cache-max-bytes (Kafka Streams' default if absent).
+ * cache-max-bytes (Kafka Streams' default if absent), job (sessions, or counts: a running count
+ * of each user's clicks to the counts topic).
  */
 public final class SessionsApp {
     static final Duration GAP = Duration.ofMillis(10_000);
@@ -146,6 +148,18 @@ public final class SessionsApp {
                     .withValueSerde(pagesSerde))
             .toStream()
             .to(pages, Produced.with(windowedKey, pagesSerde));
+        return builder.build();
+    }
+
+    /** {@code --job counts}: the number of clicks of each user so far (String key, Long value),
+     *  written to the counts topic through the record cache. */
+    static Topology countsTopology(String input, String counts) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), jsonSerde()))
+            .groupByKey(Grouped.with(Serdes.String(), jsonSerde()))
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("user-counts"))
+            .toStream()
+            .to(counts, Produced.with(Serdes.String(), Serdes.Long()));
         return builder.build();
     }
 
@@ -266,8 +280,10 @@ public final class SessionsApp {
         if (!emit.equals("close") && !emit.equals("update")) {
             throw new IllegalArgumentException("--emit is close or update, not " + emit);
         }
-        Topology topology = topology(required(options, "input"), required(options, "counts"),
-                                     required(options, "pages"), emit.equals("close"));
+        Topology topology = options.getOrDefault("job", "sessions").equals("counts")
+            ? countsTopology(required(options, "input"), required(options, "counts"))
+            : topology(required(options, "input"), required(options, "counts"),
+                       required(options, "pages"), emit.equals("close"));
         Properties props = config(options);
         System.err.println(topology.describe());
         if (options.containsKey("warm-up-input")) {
