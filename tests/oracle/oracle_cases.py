@@ -73,8 +73,8 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
     """A random windowed case. ``with_suppress``: always / never / sometimes (``None``)."""
     op = draw(st.sampled_from(LONG_OPS + STRING_OPS))
     p: dict[str, Any] = {"op": op, "grace": draw(grace())}
-    if shape == "session":
-        p["gap"] = draw(st.integers(1, 40))
+    if shape == "session":  # now and then a gap of 0: sessions of records at equal times
+        p["gap"] = 0 if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 40))
     elif shape == "time_window":
         p["size"] = draw(st.integers(1, 60))
         if draw(st.booleans()):
@@ -95,6 +95,8 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
             p["retention"] = kspark_minimum(shape, p) + extra
     if p["op"] != "count":
         p.update(draw(misbehaving(op)))
+    if shape == "session" and op in ("sum", "concat"):  # the merger, judged by its second
+        p.update(draw(misbehaving(op, "merger_")))  # aggregate (a stored session's)
     p.update(draw(store_named()))
     if with_suppress or (with_suppress is None and draw(st.booleans())):
         p["suppress"] = draw(suppress(True))
@@ -111,17 +113,18 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
 
 
 @st.composite
-def misbehaving(draw: st.DrawFn, op: str) -> dict[str, Any]:
+def misbehaving(draw: st.DrawFn, op: str, prefix: str = "") -> dict[str, Any]:
     """Now and then a value on which the op's aggregator or reducer returns null
     (``none_on``: the aggregate is deleted) and one on which it fails (``raise_on``: both
-    sides stop at that record, see ``user_functions.py``)."""
+    sides stop at that record, see ``user_functions.py``); with ``prefix``, those of another
+    user function (``merger_``, ``subtractor_``)."""
     value = (st.sampled_from(["x", "z", "xy", "zz"]) if op in STRING_OPS
              else st.integers(-5, 20))
     p = {}
     if draw(st.integers(0, 2)) == 0:
-        p["none_on"] = draw(value)
+        p[prefix + "none_on"] = draw(value)
     if draw(st.integers(0, 4)) == 0:
-        p["raise_on"] = draw(value)
+        p[prefix + "raise_on"] = draw(value)
     return p
 
 
@@ -163,8 +166,9 @@ def table_aggregate_case(draw: st.DrawFn) -> dict:
     if draw(st.integers(0, 4)) == 0:  # a value grouped under itself: a key of the wrong type
         p["int_key_on"] = draw(st.integers(-5, 20))
     p.update(draw(store_named()))
-    if p["op"] != "count":  # the adder
+    if p["op"] != "count":  # the adder and the subtractor
         p.update(draw(misbehaving("sum")))
+        p.update(draw(misbehaving("sum", "subtractor_")))
     return {"shape": "table_aggregate", "params": p, "inputs": draw(records("sum", True))}
 
 
@@ -175,6 +179,9 @@ def punctuator_case(draw: st.DrawFn) -> dict:
          "wall_interval": draw(st.one_of(st.integers(1, 30), st.none())),
          "stream_cancel_after": draw(optional), "wall_cancel_after": draw(optional),
          "caching": draw(st.booleans()), "store_type": draw(store_type())}
+    for name in ("stream_raise_at", "wall_raise_at"):  # a punctuator failing at its n-th fire
+        if draw(st.integers(0, 4)) == 0:
+            p[name] = draw(st.integers(1, 4))
     inputs: list[dict] = []
     for rec in draw(records("sum", True)):
         if draw(st.integers(0, 3)) == 0:
@@ -306,10 +313,9 @@ def table_join_case(draw: st.DrawFn, foreign_key: bool) -> dict:
     if draw(st.booleans()):
         p["materialized"] = True
         p["result_caching"] = draw(st.booleans())
-    if not foreign_key:
-        for side in ("left_versioned", "right_versioned"):
-            if draw(st.integers(0, 3)) == 0:
-                p[side] = draw(st.integers(0, 60))
+    for side in ("left_versioned", "right_versioned"):
+        if draw(st.integers(0, 3)) == 0:
+            p[side] = draw(st.integers(0, 60))
     value = _selecting_value() if foreign_key else None
     p.update(draw(joiner_misbehaving("abcn" if foreign_key else "xyz")))
     return {"shape": "fk_join" if foreign_key else "table_join", "params": p,
@@ -340,7 +346,8 @@ def _branch_spec(draw: st.DrawFn, names: list[str]) -> dict:
 @st.composite
 def branch_case(draw: st.DrawFn) -> dict:
     """``split`` with 0 to 4 branches (predicates that overlap, on values mod m, null values or
-    the key), named or by position, a default branch or none, each with or without a chain."""
+    the key, now and then failing on a value), named or by position, a default branch or none,
+    each with or without a chain."""
     names: list[str] = []
     branches = []
     for _ in range(draw(st.integers(0, 4))):
@@ -348,6 +355,8 @@ def branch_case(draw: st.DrawFn) -> dict:
             st.builds(lambda m, r: {"mod": m, "rem": r % m}, st.integers(1, 4), st.integers(0, 3)),
             st.just({"null": True}),
             st.builds(lambda k: {"key": k}, st.sampled_from(KEYS))))
+        if draw(st.integers(0, 5)) == 0:  # failing on a value before it tests
+            pred = {**pred, "raise_on": draw(st.integers(-5, 20))}
         branches.append({"pred": pred, **draw(_branch_spec(names))})
     p: dict[str, Any] = {"branches": branches}
     if draw(st.booleans()):
@@ -360,9 +369,14 @@ def branch_case(draw: st.DrawFn) -> dict:
 @st.composite
 def repartition_case(draw: st.DrawFn) -> dict:
     """``repartition`` named or not, with a partition count or not, after a key change or
-    not (null keys reach the repartition topic and are dropped by the count)."""
+    not (null keys reach the repartition topic and are dropped by the count; the key selector
+    now and then returns null, a key of the wrong type or fails)."""
     p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
                          "store_type": draw(store_type())}
+    if p["rekey"]:
+        p.update(draw(misbehaving("sum")))
+        if draw(st.integers(0, 4)) == 0:  # a key of the wrong type (see table_aggregate_case)
+            p["int_key_on"] = draw(st.integers(-5, 20))
     if draw(st.booleans()):
         p["name"] = draw(st.sampled_from(["by-user", "KSTREAM-X-0000000007"]))
     if draw(st.booleans()):
@@ -372,8 +386,10 @@ def repartition_case(draw: st.DrawFn) -> dict:
 
 @st.composite
 def process_values_case(draw: st.DrawFn) -> dict:
-    p = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
-         "store_type": draw(store_type())}
+    p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
+                         "store_type": draw(store_type())}
+    if draw(st.integers(0, 4)) == 0:  # the processor fails on a value after its first forward
+        p["raise_on"] = draw(st.integers(-5, 20))
     return {"shape": "process_values", "params": p, "inputs": draw(records("sum", True))}
 
 
