@@ -21,13 +21,14 @@ STRING_OPS = ("concat", "reduce_concat")
 
 # -- strategies -----------------------------------------------------------------------------------
 @st.composite
-def timestamps(draw: st.DrawFn, n: int) -> list[int]:
+def timestamps(draw: st.DrawFn, n: int, jumps: bool = True) -> list[int]:
     """``n`` timestamps >= 0: small steps back and forth (out of order, late), repeats (equal
-    timestamps) and now and then a large jump."""
+    timestamps) and now and then (``jumps``) a large jump."""
     ts = draw(st.integers(0, 40))
     out = []
+    steps = [st.integers(-30, 30), st.just(0)] + ([st.integers(200, 5_000)] if jumps else [])
     for _ in range(n):
-        step = draw(st.one_of(st.integers(-30, 30), st.just(0), st.integers(200, 5_000)))
+        step = draw(st.one_of(*steps))
         ts = max(0, ts + step)
         out.append(ts)
     return out
@@ -40,10 +41,14 @@ def _value(op: str, nulls: bool) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def records(draw: st.DrawFn, op: str, null_values: bool, max_size: int = 20) -> list[dict]:
+def records(draw: st.DrawFn, op: str, null_values: bool, max_size: int = 20,
+            dense: bool = False) -> list[dict]:
+    """Records of keys ``a``, ``b``, ``c`` or null (``dense``: of ``a`` only, without large
+    jumps in time, so that they meet in windows and sessions)."""
     n = draw(st.integers(0, max_size))
-    stamps = draw(timestamps(n))
-    key = st.one_of(st.sampled_from(KEYS), st.none())  # shrinks towards non-null keys
+    stamps = draw(timestamps(n, jumps=not dense))
+    # shrinks towards non-null keys
+    key = st.just("a") if dense else st.one_of(st.sampled_from(KEYS), st.none())
     return [{"key": draw(key), "value": draw(_value(op, null_values)), "ts": ts}
             for ts in stamps]
 
@@ -72,6 +77,12 @@ def suppress(draw: st.DrawFn, windowed: bool) -> dict | None:
 def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None) -> dict:
     """A random windowed case. ``with_suppress``: always / never / sometimes (``None``)."""
     op = draw(st.sampled_from(LONG_OPS + STRING_OPS))
+    # with a misbehaving merger (below), more records of one key merge sessions
+    merging = shape == "session" and op in ("sum", "concat") and draw(st.booleans())
+    # a null value reaches the aggregator of a session or time window
+    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
+    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
+    inputs = draw(records(op, True, dense=merging))
     p: dict[str, Any] = {"op": op, "grace": draw(grace())}
     if shape == "session":  # now and then a gap of 0: sessions of records at equal times
         p["gap"] = 0 if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 40))
@@ -95,8 +106,13 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
             p["retention"] = kspark_minimum(shape, p) + extra
     if p["op"] != "count":
         p.update(draw(misbehaving(op)))
-    if shape == "session" and op in ("sum", "concat"):  # the merger, judged by its second
-        p.update(draw(misbehaving(op, "merger_")))  # aggregate (a stored session's)
+    if merging:  # the merger, judged by its aggregates (the initializer's among them)
+        pool = st.sampled_from([0 if op == "sum" else "",
+                                *sorted({i["value"] for i in inputs if i["value"] is not None},
+                                        key=str)])
+        for kind in draw(st.sampled_from([("none_on",), ("raise_on",),
+                                          ("none_on", "raise_on")])):
+            p["merger_" + kind] = draw(pool)
     p.update(draw(store_named()))
     if with_suppress or (with_suppress is None and draw(st.booleans())):
         p["suppress"] = draw(suppress(True))
@@ -106,26 +122,33 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
     # RocksDB stores keep them. The referee for on_window_close is therefore RocksDB
     # (test_differential.py::test_kafka_in_memory_store_loses_final_session_results)
     p["store_type"] = "rocksdb" if p["emit"] == "close" else draw(store_type())
-    # a null value reaches the aggregator of a session or time window
-    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
-    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
-    return {"shape": shape, "params": p, "inputs": draw(records(op, True))}
+    return {"shape": shape, "params": p, "inputs": inputs}
 
 
 @st.composite
-def misbehaving(draw: st.DrawFn, op: str, prefix: str = "") -> dict[str, Any]:
+def misbehaving(draw: st.DrawFn, op: str, prefix: str = "",
+                inputs: list[dict] | None = None, often: bool = False) -> dict[str, Any]:
     """Now and then a value on which the op's aggregator or reducer returns null
     (``none_on``: the aggregate is deleted) and one on which it fails (``raise_on``: both
     sides stop at that record, see ``user_functions.py``); with ``prefix``, those of another
-    user function (``merger_``, ``subtractor_``)."""
+    user function (``merger_``, ``subtractor_``). With ``inputs``, mostly one of their values
+    (values drawn apart from the inputs seldom meet one); ``often``: in more cases."""
     value = (st.sampled_from(["x", "z", "xy", "zz"]) if op in STRING_OPS
              else st.integers(-5, 20))
+    value = or_an_input_value(value, inputs)
     p = {}
-    if draw(st.integers(0, 2)) == 0:
+    if draw(st.integers(0, 1 if often else 2)) == 0:
         p[prefix + "none_on"] = draw(value)
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 2 if often else 4)) == 0:
         p[prefix + "raise_on"] = draw(value)
     return p
+
+
+def or_an_input_value(value: st.SearchStrategy[Any], inputs: list[dict] | None
+                      ) -> st.SearchStrategy[Any]:
+    """``value``, or one of the non-null values of ``inputs`` (if any)."""
+    seen = sorted({i["value"] for i in inputs or () if i.get("value") is not None}, key=str)
+    return st.one_of(st.sampled_from(seen), value) if seen else value
 
 
 def store_named() -> st.SearchStrategy[dict[str, Any]]:
@@ -166,10 +189,11 @@ def table_aggregate_case(draw: st.DrawFn) -> dict:
     if draw(st.integers(0, 4)) == 0:  # a value grouped under itself: a key of the wrong type
         p["int_key_on"] = draw(st.integers(-5, 20))
     p.update(draw(store_named()))
+    inputs = draw(records("sum", True))
     if p["op"] != "count":  # the adder and the subtractor
         p.update(draw(misbehaving("sum")))
-        p.update(draw(misbehaving("sum", "subtractor_")))
-    return {"shape": "table_aggregate", "params": p, "inputs": draw(records("sum", True))}
+        p.update(draw(misbehaving("sum", "subtractor_", inputs, often=True)))
+    return {"shape": "table_aggregate", "params": p, "inputs": inputs}
 
 
 @st.composite
@@ -350,20 +374,21 @@ def branch_case(draw: st.DrawFn) -> dict:
     each with or without a chain."""
     names: list[str] = []
     branches = []
+    inputs = draw(records("sum", True))
     for _ in range(draw(st.integers(0, 4))):
         pred = draw(st.one_of(
             st.builds(lambda m, r: {"mod": m, "rem": r % m}, st.integers(1, 4), st.integers(0, 3)),
             st.just({"null": True}),
             st.builds(lambda k: {"key": k}, st.sampled_from(KEYS))))
         if draw(st.integers(0, 5)) == 0:  # failing on a value before it tests
-            pred = {**pred, "raise_on": draw(st.integers(-5, 20))}
+            pred = {**pred, "raise_on": draw(or_an_input_value(st.integers(-5, 20), inputs))}
         branches.append({"pred": pred, **draw(_branch_spec(names))})
     p: dict[str, Any] = {"branches": branches}
     if draw(st.booleans()):
         p["prefix"] = draw(st.sampled_from(["split-", "b"]))
     if draw(st.integers(0, 2)):
         p["default"] = draw(_branch_spec(names))
-    return {"shape": "branch", "params": p, "inputs": draw(records("sum", True))}
+    return {"shape": "branch", "params": p, "inputs": inputs}
 
 
 @st.composite
@@ -373,24 +398,26 @@ def repartition_case(draw: st.DrawFn) -> dict:
     now and then returns null, a key of the wrong type or fails)."""
     p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
                          "store_type": draw(store_type())}
+    inputs = draw(records("sum", True))
     if p["rekey"]:
-        p.update(draw(misbehaving("sum")))
+        p.update(draw(misbehaving("sum", "", inputs, often=True)))
         if draw(st.integers(0, 4)) == 0:  # a key of the wrong type (see table_aggregate_case)
-            p["int_key_on"] = draw(st.integers(-5, 20))
+            p["int_key_on"] = draw(or_an_input_value(st.integers(-5, 20), inputs))
     if draw(st.booleans()):
         p["name"] = draw(st.sampled_from(["by-user", "KSTREAM-X-0000000007"]))
     if draw(st.booleans()):
         p["partitions"] = draw(st.integers(1, 6))
-    return {"shape": "repartition", "params": p, "inputs": draw(records("sum", True))}
+    return {"shape": "repartition", "params": p, "inputs": inputs}
 
 
 @st.composite
 def process_values_case(draw: st.DrawFn) -> dict:
     p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
                          "store_type": draw(store_type())}
+    inputs = draw(records("sum", True))
     if draw(st.integers(0, 4)) == 0:  # the processor fails on a value after its first forward
-        p["raise_on"] = draw(st.integers(-5, 20))
-    return {"shape": "process_values", "params": p, "inputs": draw(records("sum", True))}
+        p["raise_on"] = draw(or_an_input_value(st.integers(-5, 20), inputs))
+    return {"shape": "process_values", "params": p, "inputs": inputs}
 
 
 @st.composite

@@ -75,12 +75,15 @@ class Misbehaving:
         return lambda left, right: None if self.returns_none(left) else base(left, right)
 
     def merger(self, op: str) -> Callable[[Any, Any, Any], Any]:
-        """The session merger of ``op`` (``sum``, ``concat``), judged by its second aggregate
-        (the stored session's); a null first one (what it returned before) counts as 0 in
-        ``sum`` (Java's concatenation prints it as ``null``)."""
+        """The session merger of ``op`` (``sum``, ``concat``), judged by the aggregates it is
+        given (the one merged so far, from the initializer, then the stored session's); a null
+        first one (what it returned before) counts as 0 in ``sum`` (Java's concatenation prints
+        it as ``null``)."""
         if op == "sum":
-            return lambda k, a, b: None if self.returns_none(b) else _zero_if_none(a) + b
-        return lambda k, a, b: None if self.returns_none(b) else _java(a) + b
+            return lambda k, a, b: (None if self.returns_none(a) or self.returns_none(b)
+                                    else _zero_if_none(a) + b)
+        return lambda k, a, b: (None if self.returns_none(a) or self.returns_none(b)
+                                else _java(a) + b)
 
     def session_aggregator(self, op: str, merger: Misbehaving) -> Callable[[Any, Any, Any], Any]:
         """:meth:`aggregator`; with ``merger`` misbehaving, ``sum``'s reads a null aggregate (the

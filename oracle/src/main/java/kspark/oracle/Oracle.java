@@ -716,8 +716,9 @@ public final class Oracle {
     }
 
     /**
-     * The session merger {@code base}, returning null when its second aggregate (the stored
-     * session's) is "merger_none_on" and failing on "merger_raise_on"; with either set, a null
+     * The session merger {@code base}, returning null when an aggregate it is given (the one
+     * merged so far, from the initializer, then the stored session's) is "merger_none_on" and
+     * failing on "merger_raise_on"; with either set, a null
      * aggregate (what such a merger returned) counts as 0 in {@code sum}'s merger and aggregator
      * (Java's concatenation prints it as "null").
      */
@@ -725,7 +726,7 @@ public final class Oracle {
         if (!p.has("merger_none_on") && !p.has("merger_raise_on")) {
             return base;
         }
-        return (k, a, b) -> misbehaves(p, "merger_", b) ? null : base.apply(k, a == null && base == MERGE_SUM ? (Object) 0L : a, b);
+        return (k, a, b) -> misbehaves(p, "merger_", a) || misbehaves(p, "merger_", b) ? null : base.apply(k, a == null && base == MERGE_SUM ? (Object) 0L : a, b);
     }
 
     /** The session aggregator of {@code sum} reading a null aggregate as 0 when the merger misbehaves ({@link #merger}). */
