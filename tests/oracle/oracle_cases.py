@@ -37,16 +37,17 @@ __all__ = ["KEYS", "STATELESS_SHAPES", "STRATEGIES"]
 def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None) -> dict:
     """A random windowed case. ``with_suppress``: always / never / sometimes (``None``)."""
     op = draw(st.sampled_from(LONG_OPS + STRING_OPS))
-    # with a misbehaving merger (below), more records of one key merge sessions
-    merging = shape == "session" and op in ("sum", "concat") and draw(st.booleans())
-    # a null value reaches the aggregator of a session or time window
-    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
-    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
-    inputs = draw(records(op, True, dense=merging))
     p: dict[str, Any] = {"op": op, "grace": draw(grace())}
     if shape == "session":  # now and then a gap of 0: sessions of records at equal times
         p["gap"] = 0 if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 40))
-    elif shape == "time_window":
+    # with a misbehaving merger (below) or a gap of 0, more records of one key merge sessions
+    merging = shape == "session" and op in ("sum", "concat") and draw(st.booleans())
+    dense = merging or (p.get("gap") == 0 and draw(st.booleans()))
+    # a null value reaches the aggregator of a session or time window
+    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
+    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
+    inputs = draw(records(op, True, dense=dense))
+    if shape == "time_window":
         p["size"] = draw(st.integers(1, 60))
         if draw(st.booleans()):
             p["advance"] = draw(st.integers(1, p["size"]))
