@@ -51,7 +51,7 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
         p["size"] = draw(st.integers(1, 60))
         if draw(st.booleans()):
             p["advance"] = draw(st.integers(1, p["size"]))
-    else:
+    elif shape == "sliding":
         p["diff"] = draw(st.integers(1, 40))
     p["emit"] = draw(st.sampled_from(["update", "close"]))
     p["caching"] = draw(st.booleans())
