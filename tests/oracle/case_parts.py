@@ -15,10 +15,11 @@ STRING_OPS = ("concat", "reduce_concat")
 @st.composite
 def timestamps(draw: st.DrawFn, n: int, jumps: bool = True) -> list[int]:
     """``n`` timestamps >= 0: small steps back and forth (out of order, late), repeats (equal
-    timestamps) and now and then (``jumps``) a large jump."""
+    timestamps) and now and then a large jump (without ``jumps``: a step of a few ms)."""
     ts = draw(st.integers(0, 40))
     out = []
-    steps = [st.integers(-30, 30), st.just(0)] + ([st.integers(200, 5_000)] if jumps else [])
+    steps = [st.integers(-30, 30), st.just(0)] + ([st.integers(200, 5_000)] if jumps
+                                                  else [st.integers(-3, 3)])
     for _ in range(n):
         step = draw(st.one_of(*steps))
         ts = max(0, ts + step)

@@ -42,7 +42,7 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
         p["gap"] = 0 if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 40))
     # with a misbehaving merger (below) or a gap of 0, more records of one key merge sessions
     merging = shape == "session" and op in ("sum", "concat") and draw(st.booleans())
-    dense = merging or (p.get("gap") == 0 and draw(st.booleans()))
+    dense = merging or p.get("gap") == 0
     # a null value reaches the aggregator of a session or time window
     # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
     # sliding windows drop it (KStreamSlidingWindowAggregate#process)
