@@ -168,11 +168,15 @@ class InMemoryKeyValueStore(StoreBase):
 
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         """Store ``value`` under ``key`` (``None`` deletes). ``timestamp`` defaults to the
-        timestamp of the record being processed. A delete is logged even when nothing was
-        stored, as Kafka Streams logs it (the cache drops it when both sides are ``None``)."""
+        timestamp of the record being processed; a delete always has that one (Kafka Streams
+        stores no timestamp with a null value and logs, caches and so forwards the delete at the
+        record's: ``ChangeLoggingTimestampedKeyValueBytesStore#put``). A delete is logged even
+        when nothing was stored, as Kafka Streams logs it (the cache drops it when both sides
+        are ``None``)."""
         if key is None or self.read_only:
             self._check_writable(key)
-        ts = self.context.record_timestamp() if timestamp is None else timestamp
+        ts = (self.context.record_timestamp() if timestamp is None or value is None
+              else timestamp)
         if value is None:
             old = self._apply(key, value, ts)
         else:  # _apply's write, inline

@@ -52,9 +52,12 @@ Config mapping (what makes the two sides comparable; every item names its reason
   broker; its test driver shows none), kspark with the buffered record's; their keys and values
   are compared byte for byte, their timestamps not (``without_buffer_timestamps``).
 - User functions that return ``None`` or raise, keys of the wrong type (``none_on``,
-  ``raise_on``, ``int_key_on``; tests/oracle/README.md): a case stopped by such a failure ends
-  with an ``error`` line on both sides, naming the input and the kind of failure; the records
-  before it are compared as any others, the messages not (they are each engine's own).
+  ``raise_on``, ``int_key_on``, the merger's and subtractor's ``merger_*`` / ``subtractor_*``,
+  a branch predicate's ``raise_on``, a punctuator's ``*_raise_at``; tests/oracle/README.md): a
+  case stopped by such a failure ends with an ``error`` line on both sides, naming the input
+  (a record, or a wall-clock advance for a wall-clock punctuator) and the kind of failure; the
+  records before it are compared as any others, the messages not (they are each engine's
+  own).
 """
 
 from __future__ import annotations

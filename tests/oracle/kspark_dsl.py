@@ -9,7 +9,7 @@ from kspark_headers import PARAMS as HEADER_PARAMS
 from kspark_headers import build_headers
 from kspark_headers import out_key_serde as header_key_serde
 from kspark_named import build_named
-from user_functions import Misbehaving
+from user_functions import Misbehaving, UserFunctionError
 
 from kspark import (
     Materialized,
@@ -24,8 +24,9 @@ from kspark.processor import FixedKeyProcessor, FixedKeyRecord, ValueTransformer
 
 #: shape -> its parameters (besides the common ones)
 DSL_SHAPES: dict[str, set[str]] = {"branch": {"prefix", "branches", "default"},
-                                   "repartition": {"rekey", "name", "partitions", "caching"},
-                                   "process_values": {"rekey", "caching"},
+                                   "repartition": {"rekey", "name", "partitions", "caching",
+                                                   "none_on", "int_key_on", "raise_on"},
+                                   "process_values": {"rekey", "caching", "raise_on"},
                                    "timestamp_extractor": {"grace"},
                                    "cogroup": {"rekey_b", "named", "caching", "windows", "grace",
                                                "size", "retention", "none_on", "raise_on"},
@@ -47,7 +48,16 @@ def _text(value: Any) -> str:
 
 def predicate(pred: dict[str, Any]) -> Any:
     """A branch's predicate: ``{"mod": m, "rem": r}`` (a value v with ``v mod m == r``, floored
-    as Java's ``Math.floorMod``), ``{"null": true}`` (a null value) or ``{"key": k}``."""
+    as Java's ``Math.floorMod``), ``{"null": true}`` (a null value) or ``{"key": k}``; with
+    ``"raise_on": v`` it fails on the value v before it tests."""
+    test = _test(pred)
+    raise_on = pred.get("raise_on")
+    if raise_on is None:
+        return test
+    return lambda k, v: Misbehaving(None, raise_on).returns_none(v) or test(k, v)
+
+
+def _test(pred: dict[str, Any]) -> Any:
     if "mod" in pred:
         m, r = pred["mod"], pred.get("rem", 0)
         return lambda k, v: v is not None and v % m == r
@@ -92,8 +102,17 @@ def _branch(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
 def _repartition(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     builder = StreamsBuilder()
     stream = builder.stream("in", serdes.String(), serdes.Long())
+    # the selector returns None on "none_on", the value itself (an int, not a str) on
+    # "int_key_on" and fails on "raise_on"
+    misbehaving, int_key_on = Misbehaving(p.get("none_on"), p.get("raise_on")), p.get("int_key_on")
+
+    def selector(k: Any, v: Any) -> Any:
+        if v is None or misbehaving.returns_none(v):
+            return None
+        return v if v == int_key_on else f"{_text(k)}{v % 2}"
+
     if p.get("rekey", False):
-        stream = stream.select_key(lambda k, v: None if v is None else f"{_text(k)}{v % 2}")
+        stream = stream.select_key(selector)
     (stream.repartition(name=p.get("name"), partitions=p.get("partitions"),
                         key_serde=serdes.String(), value_serde=serdes.Long())
      .group_by_key()
@@ -103,8 +122,12 @@ def _repartition(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
 
 
 class Doubling(FixedKeyProcessor):
-    """Forwards ``v * 2`` at the record's timestamp + 1, and for an odd value also ``v``
-    itself; a null value as is (the oracle's ``Dsl.Doubling``)."""
+    """Forwards ``v * 2`` at the record's timestamp + 1, then fails if ``v`` is ``raise_on``,
+    and for an odd value also forwards ``v`` itself; a null value as is (the oracle's
+    ``Dsl.Doubling``)."""
+
+    def __init__(self, raise_on: int | None = None) -> None:
+        self.raise_on = raise_on
 
     def process(self, record: FixedKeyRecord) -> None:
         v = record.value
@@ -112,6 +135,8 @@ class Doubling(FixedKeyProcessor):
             self.context.forward(record)
             return
         self.context.forward(record.with_value(v * 2).with_timestamp(record.timestamp + 1))
+        if v == self.raise_on:
+            raise UserFunctionError(f"user function fails on {v}")
         if v % 2 == 1:
             self.context.forward(record)
 
@@ -121,7 +146,7 @@ def _process_values(p: Any) -> tuple[Topology, dict[str, serdes.Serde]]:
     stream = builder.stream("in", serdes.String(), serdes.Long())
     if p.get("rekey", False):
         stream = stream.select_key(lambda k, v: None if v is None else f"{_text(k)}{v % 2}")
-    (stream.process_values(Doubling)
+    (stream.process_values(lambda: Doubling(p.get("raise_on")))
      .group_by_key(serdes.String(), serdes.Long())
      .count(Materialized("counts", caching=p.get("caching", True)))
      .to_stream().to("out", serdes.String(), serdes.Long()))

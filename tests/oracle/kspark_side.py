@@ -16,17 +16,15 @@ from kspark_dsl import BUILDERS as DSL_BUILDERS
 from kspark_dsl import DSL_SHAPES, build_dsl, out_key_serde
 from kspark_dsl import STORES as DSL_STORES
 from kspark_joins import JOIN_SHAPES, build_join
+from kspark_punctuator import PUNCTUATOR_PARAMS, build_punctuator
 from user_functions import Misbehaving, empty, failure_line, group, merge, zero
 
 from kspark import (
     BufferConfig,
     EmitStrategy,
     Materialized,
-    Processor,
-    PunctuationType,
     SessionWindows,
     SlidingWindows,
-    Stores,
     StreamsBuilder,
     StreamsError,
     Suppressed,
@@ -36,22 +34,21 @@ from kspark import (
     Windowed,
     serdes,
 )
-from kspark.records import Record
 from kspark.topology.nodes import ProcessorNode
 
 COMMON = {"store_type", "emit_interval"}  # oracle-only settings, ignored here
 SHAPES: dict[str, set[str]] = {
     "session": {"op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on",
-                "raise_on", "store_named"},
+                "raise_on", "store_named", "merger_none_on", "merger_raise_on"},
     "time_window": {"op", "size", "advance", "grace", "emit", "caching", "suppress", "retention",
                     "none_on", "raise_on", "store_named"},
     "sliding": {"op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on",
                 "raise_on", "store_named"},
     "stream_aggregate": {"op", "caching", "suppress", "none_on", "raise_on", "store_named"},
     "table_aggregate": {"op", "groups", "caching", "source_caching", "int_key_on",
-                        "store_named", "none_on", "raise_on"},
-    "punctuator": {"stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after",
-                   "caching"},
+                        "store_named", "none_on", "raise_on", "subtractor_none_on",
+                        "subtractor_raise_on"},
+    "punctuator": PUNCTUATOR_PARAMS,
     **JOIN_SHAPES,
     **DSL_SHAPES,
 }
@@ -123,8 +120,9 @@ def _emit(windowed: Any, p: Params) -> Any:
     return windowed
 
 
-def _misbehaving(p: Params) -> Misbehaving:
-    return Misbehaving(p.get("none_on"), p.get("raise_on"))
+def _misbehaving(p: Params, prefix: str = "") -> Misbehaving:
+    """The case's ``none_on`` / ``raise_on`` (or ``<prefix>none_on`` / ``<prefix>raise_on``)."""
+    return Misbehaving(p.get(prefix + "none_on"), p.get(prefix + "raise_on"))
 
 
 def _windowed_aggregate(windowed: Any, p: Params, m: Materialized, session: bool) -> Any:
@@ -134,7 +132,9 @@ def _windowed_aggregate(windowed: Any, p: Params, m: Materialized, session: bool
     if op in ("sum", "concat"):
         init = zero if op == "sum" else empty
         if session:
-            return windowed.aggregate(init, _misbehaving(p).aggregator(op), merge, m)
+            merger = _misbehaving(p, "merger_")
+            return windowed.aggregate(init, _misbehaving(p).session_aggregator(op, merger),
+                                      merger.merger(op) if merger.active() else merge, m)
         return windowed.aggregate(init, _misbehaving(p).aggregator(op), m)
     return windowed.reduce(_misbehaving(p).reducer(op), m)
 
@@ -155,6 +155,8 @@ class Built:
 
 def _session(p: Params) -> Built:
     op = p.get("op")
+    if _misbehaving(p, "merger_").active() and op not in ("sum", "concat"):
+        raise CaseError(f"the session merger's parameters need op 'sum' or 'concat', not {op!r}")
     gap, grace = p.get("gap"), p.get("grace", 0)
     windows = (SessionWindows.of_inactivity_gap_with_no_grace(gap) if grace == 0
                else SessionWindows.of_inactivity_gap_and_grace(gap, grace))
@@ -226,77 +228,22 @@ def _table_aggregate(p: Params) -> Built:
         value_serde=serdes.Long())
     m = Materialized(_store_name(p), caching=p.get("caching", True), key_serde=serdes.String(),
                      value_serde=serdes.Long())
+    subtractor = _misbehaving(p, "subtractor_")
     if op == "sum":
         table = grouped.aggregate(zero, _misbehaving(p).aggregator("sum"),  # the adder
-                                  lambda k, v, agg: agg - v, m)
+                                  lambda k, v, agg: None if subtractor.returns_none(v) else agg - v,
+                                  m)
     elif op == "count":
         table = grouped.count(m)
     elif op == "reduce_sum":
-        table = grouped.reduce(_misbehaving(p).reducer("reduce_sum"), lambda a, b: a - b, m)
+        table = grouped.reduce(_misbehaving(p).reducer("reduce_sum"),
+                               lambda a, b: None if subtractor.returns_none(b) else a - b, m)
     else:
         raise CaseError(f"unknown op {op!r} for shape 'table_aggregate'")
     table.to_stream().to("out", serdes.String(), serdes.Long())
     topology = builder.build()
     return Built(topology, serdes.Long(), serdes.String(), serdes.Long(),
                  {"source": "kv_ts", aggregate_store(topology, p): "kv_ts"})
-
-
-class SumProcessor(Processor):
-    """The oracle's SumProcessor: a running sum per key in "store", forwarded per record;
-    punctuators forward ("@stream" / "@wall", total of all sums) at the punctuation time and
-    cancel themselves after ``*_cancel_after`` fires."""
-
-    def __init__(self, stream_interval: int | None, wall_interval: int | None,
-                 stream_cancel_after: int | None, wall_cancel_after: int | None) -> None:
-        self.stream_interval, self.wall_interval = stream_interval, wall_interval
-        self.stream_cancel_after, self.wall_cancel_after = stream_cancel_after, wall_cancel_after
-        self.fires = {"@stream": 0, "@wall": 0}
-
-    def init(self, context: Any) -> None:
-        super().init(context)
-        self.store = context.get_state_store("store")
-        if self.stream_interval is not None:
-            self.stream_schedule = context.schedule(
-                self.stream_interval, PunctuationType.STREAM_TIME,
-                lambda ts: self._punctuate("@stream", ts, self.stream_cancel_after,
-                                           self.stream_schedule))
-        if self.wall_interval is not None:
-            self.wall_schedule = context.schedule(
-                self.wall_interval, PunctuationType.WALL_CLOCK_TIME,
-                lambda ts: self._punctuate("@wall", ts, self.wall_cancel_after,
-                                           self.wall_schedule))
-
-    def _punctuate(self, name: str, ts: int, cancel_after: int | None, schedule: Any) -> None:
-        self.fires[name] += 1
-        total = sum(kv.value for kv in self.store.all())
-        self.context.forward(Record(name, total, ts))
-        if cancel_after is not None and self.fires[name] >= cancel_after:
-            schedule.cancel()
-
-    def process(self, record: Record) -> None:
-        if record.key is None:
-            return
-        if record.value is None:
-            self.store.delete(record.key)
-            self.context.forward(record.with_value(None))
-            return
-        old = self.store.get(record.key)
-        total = (0 if old is None else old) + record.value
-        self.store.put(record.key, total)
-        self.context.forward(record.with_value(total))
-
-
-def _punctuator(p: Params) -> Built:
-    args = (p.get("stream_interval"), p.get("wall_interval"), p.get("stream_cancel_after"),
-            p.get("wall_cancel_after"))
-    topology = Topology()
-    topology.add_source("source", "in", key_serde=serdes.String(), value_serde=serdes.Long())
-    topology.add_processor("sum", lambda: SumProcessor(*args), "source")
-    topology.add_state_store(Stores.key_value_store("store", key_serde=serdes.String(),
-                                                    value_serde=serdes.Long(),
-                                                    caching=p.get("caching", False)), "sum")
-    topology.add_sink("sink", "out", "sum", key_serde=serdes.String(), value_serde=serdes.Long())
-    return Built(topology, serdes.Long(), serdes.String(), serdes.Long(), {"store": "kv"})
 
 
 def _join(shape: str, p: Params) -> Built:
@@ -332,7 +279,7 @@ BUILDERS: dict[str, Callable[[Params], Built]] = {
     "sliding": lambda p: _time_window(p, True),
     "stream_aggregate": _stream_aggregate,
     "table_aggregate": _table_aggregate,
-    "punctuator": _punctuator,
+    "punctuator": lambda p: Built(*build_punctuator(p)),
 }
 
 
@@ -451,7 +398,15 @@ def _drive(case: dict[str, Any], built: Built, driver: TopologyTestDriver,
 
     for index, item in enumerate(case.get("inputs") or ()):
         if "advance_wall_clock" in item:
-            driver.advance_wall_clock_time(item["advance_wall_clock"])
+            try:
+                driver.advance_wall_clock_time(item["advance_wall_clock"])
+            except StreamsError as exc:  # a wall-clock punctuator failed
+                line = failure_line(exc, item, index, -1)
+                if line is None:
+                    raise
+                drain()
+                lines.append(line)
+                return True
         else:
             if item.get("key") is not None:
                 keys.add(item["key"])

@@ -9,64 +9,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from case_parts import (
+    KEYS,
+    LONG_OPS,
+    STRING_OPS,
+    grace,
+    join_records,
+    joiner_misbehaving,
+    kspark_minimum,
+    misbehaving,
+    or_an_input_value,
+    records,
+    selecting_value,
+    store_named,
+    store_type,
+    suppress,
+)
 from comparison import LONG_RETENTION
 from header_cases import headers_case
 from hypothesis import strategies as st
 from kspark_named import NODES as NAMED_NODES
 from kspark_named import STORES as NAMED_STORES
 
-KEYS = ("a", "b", "c")
-LONG_OPS = ("count", "sum", "reduce_sum", "reduce_max")
-STRING_OPS = ("concat", "reduce_concat")
-
-
-# -- strategies -----------------------------------------------------------------------------------
-@st.composite
-def timestamps(draw: st.DrawFn, n: int) -> list[int]:
-    """``n`` timestamps >= 0: small steps back and forth (out of order, late), repeats (equal
-    timestamps) and now and then a large jump."""
-    ts = draw(st.integers(0, 40))
-    out = []
-    for _ in range(n):
-        step = draw(st.one_of(st.integers(-30, 30), st.just(0), st.integers(200, 5_000)))
-        ts = max(0, ts + step)
-        out.append(ts)
-    return out
-
-
-def _value(op: str, nulls: bool) -> st.SearchStrategy[Any]:
-    base = (st.text(alphabet="xyz", min_size=1, max_size=2) if op in STRING_OPS
-            else st.integers(-5, 20))
-    return st.one_of(base, st.none()) if nulls else base
-
-
-@st.composite
-def records(draw: st.DrawFn, op: str, null_values: bool, max_size: int = 20) -> list[dict]:
-    n = draw(st.integers(0, max_size))
-    stamps = draw(timestamps(n))
-    key = st.one_of(st.sampled_from(KEYS), st.none())  # shrinks towards non-null keys
-    return [{"key": draw(key), "value": draw(_value(op, null_values)), "ts": ts}
-            for ts in stamps]
-
-
-def grace() -> st.SearchStrategy[int]:
-    return st.one_of(st.just(0), st.integers(1, 40))
-
-
-def store_type() -> st.SearchStrategy[str]:
-    # in-memory stores run ~5x faster in the oracle; RocksDB (Kafka Streams' default) is drawn
-    # for about one case in four
-    return st.sampled_from(["in_memory", "in_memory", "in_memory", "rocksdb"])
-
-
-@st.composite
-def suppress(draw: st.DrawFn, windowed: bool) -> dict | None:
-    choices = ["time_limit", "window_close"] if windowed else ["time_limit"]
-    kind = draw(st.sampled_from(choices))
-    if kind == "window_close":
-        return {"type": "window_close"}
-    return {"type": "time_limit", "limit": draw(st.integers(0, 60)),
-            "max_records": draw(st.one_of(st.none(), st.integers(1, 3)))}
+__all__ = ["KEYS", "STATELESS_SHAPES", "STRATEGIES"]
 
 
 @st.composite
@@ -74,13 +39,20 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
     """A random windowed case. ``with_suppress``: always / never / sometimes (``None``)."""
     op = draw(st.sampled_from(LONG_OPS + STRING_OPS))
     p: dict[str, Any] = {"op": op, "grace": draw(grace())}
-    if shape == "session":
-        p["gap"] = draw(st.integers(1, 40))
-    elif shape == "time_window":
+    if shape == "session":  # now and then a gap of 0: sessions of records at equal times
+        p["gap"] = 0 if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 40))
+    # with a misbehaving merger (below) or a gap of 0, more records of one key merge sessions
+    merging = shape == "session" and op in ("sum", "concat") and draw(st.booleans())
+    dense = merging or p.get("gap") == 0
+    # a null value reaches the aggregator of a session or time window
+    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
+    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
+    inputs = draw(records(op, True, dense=dense))
+    if shape == "time_window":
         p["size"] = draw(st.integers(1, 60))
         if draw(st.booleans()):
             p["advance"] = draw(st.integers(1, p["size"]))
-    else:
+    elif shape == "sliding":
         p["diff"] = draw(st.integers(1, 40))
     p["emit"] = draw(st.sampled_from(["update", "close"]))
     p["caching"] = draw(st.booleans())
@@ -96,6 +68,13 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
             p["retention"] = kspark_minimum(shape, p) + extra
     if p["op"] != "count":
         p.update(draw(misbehaving(op)))
+    if merging:  # the merger, judged by its aggregates (the initializer's among them)
+        pool = st.sampled_from([0 if op == "sum" else "",
+                                *sorted({i["value"] for i in inputs if i["value"] is not None},
+                                        key=str)])
+        for kind in draw(st.sampled_from([("none_on",), ("raise_on",),
+                                          ("none_on", "raise_on")])):
+            p["merger_" + kind] = draw(pool)
     p.update(draw(store_named()))
     if with_suppress or (with_suppress is None and draw(st.booleans())):
         p["suppress"] = draw(suppress(True))
@@ -105,41 +84,7 @@ def windowed_case(draw: st.DrawFn, shape: str, with_suppress: bool | None = None
     # RocksDB stores keep them. The referee for on_window_close is therefore RocksDB
     # (test_differential.py::test_kafka_in_memory_store_loses_final_session_results)
     p["store_type"] = "rocksdb" if p["emit"] == "close" else draw(store_type())
-    # a null value reaches the aggregator of a session or time window
-    # (KStreamSessionWindowAggregate / KStreamWindowAggregate#process skip null keys only);
-    # sliding windows drop it (KStreamSlidingWindowAggregate#process)
-    return {"shape": shape, "params": p, "inputs": draw(records(op, True))}
-
-
-@st.composite
-def misbehaving(draw: st.DrawFn, op: str) -> dict[str, Any]:
-    """Now and then a value on which the op's aggregator or reducer returns null
-    (``none_on``: the aggregate is deleted) and one on which it fails (``raise_on``: both
-    sides stop at that record, see ``user_functions.py``)."""
-    value = (st.sampled_from(["x", "z", "xy", "zz"]) if op in STRING_OPS
-             else st.integers(-5, 20))
-    p = {}
-    if draw(st.integers(0, 2)) == 0:
-        p["none_on"] = draw(value)
-    if draw(st.integers(0, 4)) == 0:
-        p["raise_on"] = draw(value)
-    return p
-
-
-def store_named() -> st.SearchStrategy[dict[str, Any]]:
-    """The aggregation's store named ``store`` (``{}``) or now and then by the DSL (a generated
-    name, in the topology's description, the changelog topic and, for a table aggregation, the
-    repartition topic)."""
-    return st.sampled_from([{}, {}, {}, {"store_named": False}])
-
-
-def kspark_minimum(shape: str, p: dict[str, Any]) -> int:
-    """The smallest retention the windows allow (size/gap + grace; sliding 2 * diff + grace)."""
-    if shape == "session":
-        return p["gap"] + p["grace"]
-    if shape == "sliding":
-        return 2 * p["diff"] + p["grace"]
-    return p["size"] + p["grace"]
+    return {"shape": shape, "params": p, "inputs": inputs}
 
 
 @st.composite
@@ -164,9 +109,11 @@ def table_aggregate_case(draw: st.DrawFn) -> dict:
     if draw(st.integers(0, 4)) == 0:  # a value grouped under itself: a key of the wrong type
         p["int_key_on"] = draw(st.integers(-5, 20))
     p.update(draw(store_named()))
-    if p["op"] != "count":  # the adder
+    inputs = draw(records("sum", True))
+    if p["op"] != "count":  # the adder and the subtractor
         p.update(draw(misbehaving("sum")))
-    return {"shape": "table_aggregate", "params": p, "inputs": draw(records("sum", True))}
+        p.update(draw(misbehaving("sum", "subtractor_", inputs, often=True)))
+    return {"shape": "table_aggregate", "params": p, "inputs": inputs}
 
 
 @st.composite
@@ -176,6 +123,9 @@ def punctuator_case(draw: st.DrawFn) -> dict:
          "wall_interval": draw(st.one_of(st.integers(1, 30), st.none())),
          "stream_cancel_after": draw(optional), "wall_cancel_after": draw(optional),
          "caching": draw(st.booleans()), "store_type": draw(store_type())}
+    for name in ("stream_raise_at", "wall_raise_at"):  # a punctuator failing at its n-th fire
+        if draw(st.integers(0, 4)) == 0:
+            p[name] = draw(st.integers(1, 4))
     inputs: list[dict] = []
     for rec in draw(records("sum", True)):
         if draw(st.integers(0, 3)) == 0:
@@ -198,37 +148,6 @@ STRATEGIES: dict[str, st.SearchStrategy[dict]] = {
 
 
 # -- join shapes ------------------------------------------------------------------------------
-def _join_value() -> st.SearchStrategy[Any]:
-    return st.one_of(st.text(alphabet="xyz", min_size=1, max_size=2), st.none())
-
-
-@st.composite
-def joiner_misbehaving(draw: st.DrawFn, alphabet: str) -> dict[str, Any]:
-    """Now and then a left value on which the joiner returns null (``none_on``) and one on which
-    it fails (``raise_on``; see ``misbehaving``)."""
-    value = st.text(alphabet=alphabet, min_size=1, max_size=2)
-    p = {}
-    if draw(st.integers(0, 3)) == 0:
-        p["none_on"] = draw(value)
-    if draw(st.integers(0, 5)) == 0:
-        p["raise_on"] = draw(value)
-    return p
-
-
-@st.composite
-def join_records(draw: st.DrawFn, topics: tuple[str, ...], max_size: int = 24,
-                 value: st.SearchStrategy[Any] | None = None,
-                 null_keys: bool = True) -> list[dict]:
-    """Records on ``topics`` (keys colliding, some null; values some null), timestamps out of
-    order, late and with jumps."""
-    n = draw(st.integers(0, max_size))
-    stamps = draw(timestamps(n))
-    key = st.one_of(st.sampled_from(KEYS), st.none()) if null_keys else st.sampled_from(KEYS)
-    values = value if value is not None else _join_value()
-    return [{"topic": draw(st.sampled_from(topics)), "key": draw(key), "value": draw(values),
-             "ts": ts} for ts in stamps]
-
-
 @st.composite
 def stream_join_case(draw: st.DrawFn) -> dict:
     p: dict[str, Any] = {"kind": draw(st.sampled_from(["inner", "left", "outer"])),
@@ -263,12 +182,6 @@ def stream_join_case(draw: st.DrawFn) -> dict:
 STRATEGIES["stream_join"] = stream_join_case()
 
 
-def _selecting_value() -> st.SearchStrategy[Any]:
-    """Values whose first character names another table's key (``a``, ``b``, ``c``; ``n``:
-    none), or null."""
-    return st.one_of(st.text(alphabet="abcn", min_size=1, max_size=2), st.none())
-
-
 @st.composite
 def stream_table_join_case(draw: st.DrawFn) -> dict:
     p: dict[str, Any] = {"kind": draw(st.sampled_from(["inner", "left"])),
@@ -294,7 +207,7 @@ def global_join_case(draw: st.DrawFn) -> dict:
     p = {"kind": draw(st.sampled_from(["inner", "left"])), "store_type": draw(store_type()),
          "global_caching": draw(st.booleans()), **draw(joiner_misbehaving("abcn"))}
     return {"shape": "global_join", "params": p,
-            "inputs": draw(join_records(("left", "right"), value=_selecting_value()))}
+            "inputs": draw(join_records(("left", "right"), value=selecting_value()))}
 
 
 @st.composite
@@ -307,11 +220,10 @@ def table_join_case(draw: st.DrawFn, foreign_key: bool) -> dict:
     if draw(st.booleans()):
         p["materialized"] = True
         p["result_caching"] = draw(st.booleans())
-    if not foreign_key:
-        for side in ("left_versioned", "right_versioned"):
-            if draw(st.integers(0, 3)) == 0:
-                p[side] = draw(st.integers(0, 60))
-    value = _selecting_value() if foreign_key else None
+    for side in ("left_versioned", "right_versioned"):
+        if draw(st.integers(0, 3)) == 0:
+            p[side] = draw(st.integers(0, 60))
+    value = selecting_value() if foreign_key else None
     p.update(draw(joiner_misbehaving("abcn" if foreign_key else "xyz")))
     return {"shape": "fk_join" if foreign_key else "table_join", "params": p,
             "inputs": draw(join_records(("left", "right"), value=value)),
@@ -341,41 +253,54 @@ def _branch_spec(draw: st.DrawFn, names: list[str]) -> dict:
 @st.composite
 def branch_case(draw: st.DrawFn) -> dict:
     """``split`` with 0 to 4 branches (predicates that overlap, on values mod m, null values or
-    the key), named or by position, a default branch or none, each with or without a chain."""
+    the key, now and then failing on a value), named or by position, a default branch or none,
+    each with or without a chain."""
     names: list[str] = []
     branches = []
+    inputs = draw(records("sum", True))
     for _ in range(draw(st.integers(0, 4))):
         pred = draw(st.one_of(
             st.builds(lambda m, r: {"mod": m, "rem": r % m}, st.integers(1, 4), st.integers(0, 3)),
             st.just({"null": True}),
             st.builds(lambda k: {"key": k}, st.sampled_from(KEYS))))
+        if draw(st.integers(0, 5)) == 0:  # failing on a value before it tests
+            pred = {**pred, "raise_on": draw(or_an_input_value(st.integers(-5, 20), inputs))}
         branches.append({"pred": pred, **draw(_branch_spec(names))})
     p: dict[str, Any] = {"branches": branches}
     if draw(st.booleans()):
         p["prefix"] = draw(st.sampled_from(["split-", "b"]))
     if draw(st.integers(0, 2)):
         p["default"] = draw(_branch_spec(names))
-    return {"shape": "branch", "params": p, "inputs": draw(records("sum", True))}
+    return {"shape": "branch", "params": p, "inputs": inputs}
 
 
 @st.composite
 def repartition_case(draw: st.DrawFn) -> dict:
     """``repartition`` named or not, with a partition count or not, after a key change or
-    not (null keys reach the repartition topic and are dropped by the count)."""
+    not (null keys reach the repartition topic and are dropped by the count; the key selector
+    now and then returns null, a key of the wrong type or fails)."""
     p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
                          "store_type": draw(store_type())}
+    inputs = draw(records("sum", True))
+    if p["rekey"]:
+        p.update(draw(misbehaving("sum", "", inputs, often=True)))
+        if draw(st.integers(0, 4)) == 0:  # a key of the wrong type (see table_aggregate_case)
+            p["int_key_on"] = draw(or_an_input_value(st.integers(-5, 20), inputs))
     if draw(st.booleans()):
         p["name"] = draw(st.sampled_from(["by-user", "KSTREAM-X-0000000007"]))
     if draw(st.booleans()):
         p["partitions"] = draw(st.integers(1, 6))
-    return {"shape": "repartition", "params": p, "inputs": draw(records("sum", True))}
+    return {"shape": "repartition", "params": p, "inputs": inputs}
 
 
 @st.composite
 def process_values_case(draw: st.DrawFn) -> dict:
-    p = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
-         "store_type": draw(store_type())}
-    return {"shape": "process_values", "params": p, "inputs": draw(records("sum", True))}
+    p: dict[str, Any] = {"rekey": draw(st.booleans()), "caching": draw(st.booleans()),
+                         "store_type": draw(store_type())}
+    inputs = draw(records("sum", True))
+    if draw(st.integers(0, 4)) == 0:  # the processor fails on a value after its first forward
+        p["raise_on"] = draw(or_an_input_value(st.integers(-5, 20), inputs))
+    return {"shape": "process_values", "params": p, "inputs": inputs}
 
 
 @st.composite

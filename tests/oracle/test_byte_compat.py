@@ -292,3 +292,27 @@ def test_a_deleted_window_is_logged_at_the_records_time(kafka_streams, shape: st
     kafka, kspark = _both(kafka_streams, case)
     assert _changelog(kafka)[-1][2:] == (None, 0)
     assert _changelog(kspark) == _changelog(kafka)
+
+
+@pytest.mark.parametrize("caching", [False, True])
+@pytest.mark.parametrize("shape", ["stream_aggregate", "table_aggregate"])
+def test_a_deleted_aggregate_is_logged_at_the_records_time(kafka_streams, shape: str,
+                                                           caching: bool) -> None:
+    """Fixed in kspark: an aggregate deleted by an older record (the aggregator returns null on
+    a:3 at 5, or the subtractor on the removed 1 at 5, after the aggregate got timestamp 10) is
+    put at max(5, 10) = 10 without a value; Kafka Streams keeps no timestamp with a null value
+    and logs the delete at the record's timestamp, 5
+    (``ChangeLoggingTimestampedKeyValueBytesStore#put``), and with caching forwards it at 5
+    too (the cache entry's record context); kspark logged and forwarded it at 10."""
+    if shape == "stream_aggregate":
+        params = {"op": "sum", "none_on": 3}
+        inputs = [{"key": "a", "value": 1, "ts": 10}, {"key": "a", "value": 3, "ts": 5}]
+    else:
+        params = {"op": "sum", "groups": 1, "subtractor_none_on": 1, "source_caching": False}
+        inputs = [{"key": "a", "value": 1, "ts": 10}, {"key": "a", "value": None, "ts": 5}]
+    case = {"shape": shape, "params": {**params, "caching": caching}, "inputs": inputs}
+    kafka, kspark = _both(kafka_streams, case)
+    assert _changelog(kafka)[-1][2:] == (None, 5)
+    tombstone = [line["ts"] for line in kafka if line["kind"] == "record" and line["tombstone"]]
+    assert tombstone == [5 if caching else 10]
+    assert kspark == kafka

@@ -28,12 +28,21 @@ def _sum(key: Any, value: Any, agg: Any) -> Any:
     return agg if value is None else agg + value
 
 
+def _java(text: Any) -> str:
+    """``text`` as Java's String concatenation prints it (``null`` for ``None``)."""
+    return "null" if text is None else text
+
+
 def _concat(key: Any, value: Any, agg: Any) -> Any:
-    return agg + ("null" if value is None else value)  # Java's String concatenation
+    return _java(agg) + _java(value)  # Java's String concatenation
 
 
 def merge(key: Any, a: Any, b: Any) -> Any:
     return a + b
+
+
+def _zero_if_none(agg: Any) -> Any:
+    return 0 if agg is None else agg
 
 
 REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
@@ -65,6 +74,29 @@ class Misbehaving:
         """The join shapes' joiner ``base``, judged by its left value."""
         return lambda left, right: None if self.returns_none(left) else base(left, right)
 
+    def merger(self, op: str) -> Callable[[Any, Any, Any], Any]:
+        """The session merger of ``op`` (``sum``, ``concat``), judged by the aggregates it is
+        given (the one merged so far, from the initializer, then the stored session's); a null
+        first one (what it returned before) counts as 0 in ``sum`` (Java's concatenation prints
+        it as ``null``)."""
+        if op == "sum":
+            return lambda k, a, b: (None if self.returns_none(a) or self.returns_none(b)
+                                    else _zero_if_none(a) + b)
+        return lambda k, a, b: (None if self.returns_none(a) or self.returns_none(b)
+                                else _java(a) + b)
+
+    def session_aggregator(self, op: str, merger: Misbehaving) -> Callable[[Any, Any, Any], Any]:
+        """:meth:`aggregator`; with ``merger`` misbehaving, ``sum``'s reads a null aggregate (the
+        merger's) as 0 (the oracle's ``sessionAggregator``)."""
+        base = self.aggregator(op)
+        if op != "sum" or not merger.active():
+            return base
+        return lambda k, v, agg: base(k, v, _zero_if_none(agg))
+
+    def active(self) -> bool:
+        """Whether any value makes the function misbehave."""
+        return self.none_on is not None or self.raise_on is not None
+
     def reducer(self, op: str) -> Callable[[Any, Any], Any]:
         """The reducer of ``op`` (``reduce_*``), judged by its second argument."""
         base = REDUCERS[op]
@@ -81,7 +113,8 @@ def failure_line(exc: StreamsError, item: dict[str, Any], index: int, offset: in
     """The line of a case stopped by ``exc`` at input ``index`` (the oracle's ``error`` line):
     its kind, ``user_function`` (:class:`UserFunctionError`) or ``serialization``; ``None`` for
     any other failure. A message that does not name the processor, topic, partition, offset and
-    key of the record has the kind ``unlocated: <message>``."""
+    key of the record (a punctuator's failure: the processor and the punctuation) has the kind
+    ``unlocated: <message>``."""
     causes = []
     cause: BaseException | None = exc
     while cause is not None:
@@ -97,6 +130,10 @@ def failure_line(exc: StreamsError, item: dict[str, Any], index: int, offset: in
     # (another offset), or the one a commit follows (a cache flushed at the commit: the key
     # being written is named)
     message = str(exc)
+    if "(while punctuating " in message:  # a punctuator's failure: no record to name
+        located_punctuation = "processor '" in message
+        return {"kind": "error", "input": index,
+                "error": kind if located_punctuation else f"unlocated: {message}"}
     where = re.search(r"topic '([^']+)' partition \d+ offset (\d+)", message)
     located = where is not None and (
         where.group(1) != item.get("topic", "in") or int(where.group(2)) == offset)

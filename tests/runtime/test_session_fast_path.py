@@ -400,3 +400,38 @@ def test_sessions_closed_together_are_forwarded_in_key_order(stored):
     assert fast[:3] == exact[:3]
     forwarded = [S.deserialize(key[:-16]) for _, key, _, _, _ in fast[0][-2]]
     assert forwarded == ["a", "b", "c", "d", "e", "z"]
+
+
+def deleting_topology(gap: int, grace: int, on_close: bool, caching: bool, none_on: int):
+    """A list aggregation whose aggregator returns None on ``none_on`` (deleting the session)
+    and whose merger returns None on a stored session of two records."""
+    b = StreamsBuilder()
+    windowed = b.stream("in", S, J).group_by_key(S, J).windowed_by(
+        SessionWindows.of_inactivity_gap_and_grace(gap, grace))
+    if on_close:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    (windowed.aggregate(lambda: [], lambda k, v, agg: None if v == none_on else [*(agg or []), v],
+                        lambda k, a, b2: None if len(b2) == 2 else [*(a or []), *b2],
+                        Materialized("agg-store", caching=caching))
+     .to_stream().to("out", serdes.SessionWindowed(S), J))
+    return b.build()
+
+
+@settings(max_examples=examples(100), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3),
+                                 st.integers(0, 400)), min_size=5, max_size=60),
+       cuts=st.lists(st.integers(1, 60), max_size=3),
+       gap=st.integers(1, 20), grace=st.integers(0, 20), on_close=st.booleans(),
+       caching=st.booleans(), none_on=st.integers(0, 3), drift=st.integers(0, 6))
+def test_fast_path_equals_record_path_when_functions_return_none(steps, cuts, gap, grace,
+                                                                on_close, caching, none_on,
+                                                                drift):
+    """An aggregator returning None deletes its session on the record path (Kafka Streams puts
+    the null); the batch path, which does not model that, goes record by record instead of
+    keeping a session without an aggregate (a later batch then handed ``None`` to the merger
+    and failed)."""
+    batches = input_batches(steps, cuts, gap, drift)
+    topo = deleting_topology(gap, grace, on_close, caching, none_on)
+    fast, exact = run(topo, batches, True), run(topo, batches, False)
+    assert fast[:3] == exact[:3]

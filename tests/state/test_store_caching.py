@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from state_models import Recorder
 
 from kspark.state import (
@@ -69,11 +70,29 @@ def test_caching_off_logs_every_change_and_never_calls_listener() -> None:
     store.put("a", 2, timestamp=2)
     store.delete("a")
     store.delete("a")  # deletes nothing, logged all the same (as Kafka Streams does)
-    store.put("b", None, timestamp=3)  # likewise
+    store.put("b", None, timestamp=3)  # likewise, at the record's timestamp (none here: -1)
     assert store.context.changelog == [("a", 1, 1), ("a", 2, 2), ("a", None, -1),
-                                       ("a", None, -1), ("b", None, 3)]
+                                       ("a", None, -1), ("b", None, -1)]
     store.flush()
     assert rec.events == []
+
+
+@pytest.mark.parametrize("caching", [False, True])
+def test_a_put_of_none_is_a_delete_at_the_records_timestamp(caching: bool) -> None:
+    """Kafka Streams stores no timestamp with a null value: a put of ``None`` with a timestamp
+    (an aggregate deleted by its aggregator, at max(record, old aggregate)) is logged, and with
+    caching forwarded at the flush, at the timestamp of the record being processed
+    (``ChangeLoggingTimestampedKeyValueBytesStore#put``, ``TimestampedCacheFlushListener``)."""
+    store, rec = kv_store(caching=caching)
+    store.context.timestamp = 10
+    store.put("a", 1, timestamp=10)
+    store.flush()
+    store.context.timestamp = 5  # an older record deletes the key: put at max(5, 10)
+    store.put("a", None, timestamp=10)
+    store.flush()
+    assert store.context.changelog == [("a", 1, 10), ("a", None, 5)]
+    if caching:
+        assert rec.take() == [("a", 1, None, 10), ("a", None, 1, 5)]
 
 
 def test_logging_off_writes_no_changelog() -> None:

@@ -28,6 +28,11 @@ from kspark.records import Record
 from kspark.windows import Window, Windowed
 
 
+class DeletedSession(Exception):
+    """A replayed group's aggregator returned ``None`` (its session is deleted, which the
+    replay does not model): the task runs the batch again record by record."""
+
+
 class SessionBatch(SessionEmission):
     """One batch of a session aggregation, vectorised.
 
@@ -155,6 +160,11 @@ class SessionBatch(SessionEmission):
         good = ~bad[cl]
         dropped &= good
         kept = good & ~dropped
+        # before anything is done: an aggregator returning None deletes its session, which
+        # the simple clusters do not model (the batch goes record by record)
+        aggs = self._aggregates(kept, first, cl, pos, reach, cl_code)
+        if aggs is None:
+            return None
 
         snapshot = self._snapshot() if proc.emit_final and self._advances() else None
         # single records (null key) the record-by-record way
@@ -173,7 +183,6 @@ class SessionBatch(SessionEmission):
         # simple clusters
         self._drop_inside(np.flatnonzero(dropped), pos, t, live, wmin, wmax, cl_code[cl])
         good_clusters = np.flatnonzero(~bad)
-        aggs = self._aggregates(kept, first, cl, pos, reach, cl_code)
         g_first = first_idx[good_clusters]
         # a cluster's session is last changed by its last record not dropped (never its first)
         g_last = np.maximum.reduceat(np.where(kept, np.arange(len(cl)), -1), first_idx)[
@@ -270,6 +279,8 @@ class SessionBatch(SessionEmission):
                     changes.append((p, seq, w, old[0], None, ts))
                     seq += 1
             agg = aggregator(key, value, agg)
+            if agg is None:  # a deleted session: not modelled here (the batch runs again)
+                raise DeletedSession("an aggregator returned None: its session is deleted")
             window = (end, start)
             replaced = sessions.get(window)
             if replaced is not None:
@@ -353,7 +364,8 @@ class SessionBatch(SessionEmission):
         cl_code: np.ndarray,
     ) -> Any:
         """The aggregate after each record of the simple clusters (cluster order): an object
-        array of ints for ``count``, else a list."""
+        array of ints for ``count``, else a list; ``None`` if the aggregator returns ``None``
+        (a deleted session)."""
         proc, keys = self.proc, self.keys
         init, aggregator, merger = proc.initializer, proc.aggregator, proc.merger
         if isinstance(proc.aggregation, Count):
@@ -383,8 +395,9 @@ class SessionBatch(SessionEmission):
                     agg = merger(key, agg, stored)
             else:
                 agg = merger(key, init(), agg)
-            out[i] = aggregator(key, value, agg)
-            agg = out[i]
+            agg = out[i] = aggregator(key, value, agg)
+            if agg is None:
+                return None
         return out
 
     def _simple_store_changes(

@@ -76,8 +76,8 @@ final class Dsl {
 
     static {
         SHAPES.put("branch", Set.of("prefix", "branches", "default"));
-        SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching"));
-        SHAPES.put("process_values", Set.of("rekey", "caching"));
+        SHAPES.put("repartition", Set.of("rekey", "name", "partitions", "caching", "none_on", "int_key_on", "raise_on"));
+        SHAPES.put("process_values", Set.of("rekey", "caching", "raise_on"));
         SHAPES.put("timestamp_extractor", Set.of("grace"));
         SHAPES.put("cogroup", Set.of("rekey_b", "named", "caching", "windows", "grace", "size", "retention", "none_on", "raise_on"));
         SHAPES.put("named", Set.of("names", "parts", "kinds", "store_names", "rekey_right"));
@@ -114,7 +114,14 @@ final class Dsl {
      */
     static Built repartition(final Params p) {
         final StreamsBuilder builder = new StreamsBuilder();
-        final KStream<String, Long> in = maybeRekey(p, builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())));
+        final KStream<String, Long> source = builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long()));
+        // "int_key_on": the value itself as the key, a Long where the repartition topic's key serde
+        // is a String one (its serializer fails); "none_on": a null key; "raise_on": the selector fails
+        final Long intKeyOn = p.has("int_key_on") ? p.node.get("int_key_on").asLong() : null;
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        final KeyValueMapper<String, Long, String> selector = (KeyValueMapper) (KeyValueMapper<String, Long, Object>)
+            (k, v) -> v == null || Oracle.misbehaves(p, v) ? null : v.equals(intKeyOn) ? v : k + Math.floorMod(v, 2);
+        final KStream<String, Long> in = p.bool("rekey", false) ? source.selectKey(selector) : source;
         final String name = Joins.optString(p, "name");
         final Long partitions = p.optMs("partitions", 1);
         Repartitioned<String, Long> repartitioned = name == null
@@ -201,7 +208,7 @@ final class Dsl {
     static Built processValues(final Params p) {
         final StreamsBuilder builder = new StreamsBuilder();
         maybeRekey(p, builder.stream("in", Consumed.with(Serdes.String(), Serdes.Long())))
-            .processValues(Doubling::new).groupByKey(Grouped.with(Serdes.String(), Serdes.Long())).count(counts(p))
+            .processValues(() -> new Doubling(p.has("raise_on") ? p.node.get("raise_on").asLong() : null)).groupByKey(Grouped.with(Serdes.String(), Serdes.Long())).count(counts(p))
             .toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
         final Built built = built(builder, List.of("in"), new StringDeserializer(), new LongDeserializer());
         built.stores.put("counts", "kv_ts");
@@ -495,7 +502,13 @@ final class Dsl {
 
     /** The fixed-key processor of {@link #processValues}. */
     static final class Doubling implements FixedKeyProcessor<String, Long, Long> {
+        /** the value on which process fails after its first forward ("raise_on"), or null */
+        private final Long raiseOn;
         private FixedKeyProcessorContext<String, Long> context;
+
+        Doubling(final Long raiseOn) {
+            this.raiseOn = raiseOn;
+        }
 
         @Override
         public void init(final FixedKeyProcessorContext<String, Long> context) {
@@ -510,13 +523,32 @@ final class Dsl {
                 return;
             }
             context.forward(record.withValue(v * 2).withTimestamp(record.timestamp() + 1));
+            if (v.equals(raiseOn)) {
+                throw new Oracle.UserFunctionError(v);
+            }
             if (Math.floorMod(v, 2) == 1) {
                 context.forward(record);
             }
         }
     }
 
+    /** A branch's predicate, failing on the value of its "raise_on" (if any) before it tests. */
     static Predicate<String, Long> predicate(final JsonNode pred) {
+        final Predicate<String, Long> test = test(pred);
+        final JsonNode raiseOn = pred.get("raise_on");
+        if (raiseOn == null || raiseOn.isNull()) {
+            return test;
+        }
+        final long r = raiseOn.asLong();
+        return (k, v) -> {
+            if (v != null && v == r) {
+                throw new Oracle.UserFunctionError(v);
+            }
+            return test.test(k, v);
+        };
+    }
+
+    static Predicate<String, Long> test(final JsonNode pred) {
         if (pred == null || !pred.isObject()) {
             throw new CaseError("a branch needs a \"pred\" object, got " + pred);
         }

@@ -118,12 +118,15 @@ public final class Oracle {
     static final Set<String> VALUE_OPS = Set.of("count", "sum", "reduce_sum", "reduce_max", "concat", "reduce_concat");
 
     static {
-        SHAPES.put("session", Set.of("op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
+        SHAPES.put("session", Set.of("op", "gap", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named",
+            "merger_none_on", "merger_raise_on"));
         SHAPES.put("time_window", Set.of("op", "size", "advance", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
         SHAPES.put("sliding", Set.of("op", "diff", "grace", "emit", "caching", "suppress", "retention", "none_on", "raise_on", "store_named"));
         SHAPES.put("stream_aggregate", Set.of("op", "caching", "suppress", "none_on", "raise_on", "store_named"));
-        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on", "store_named", "none_on", "raise_on"));
-        SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after", "caching"));
+        SHAPES.put("table_aggregate", Set.of("op", "groups", "caching", "source_caching", "int_key_on", "store_named", "none_on", "raise_on",
+            "subtractor_none_on", "subtractor_raise_on"));
+        SHAPES.put("punctuator", Set.of("stream_interval", "wall_interval", "stream_cancel_after", "wall_cancel_after", "caching",
+            "stream_raise_at", "wall_raise_at"));
         SHAPES.putAll(Joins.SHAPES);
         SHAPES.putAll(Dsl.SHAPES);
     }
@@ -402,7 +405,18 @@ public final class Oracle {
                 for (final JsonNode input : inputs) {
                     index++;
                     if (input.has("advance_wall_clock")) {
-                        driver.advanceWallClockTime(Duration.ofMillis(input.get("advance_wall_clock").asLong()));
+                        try {
+                            driver.advanceWallClockTime(Duration.ofMillis(input.get("advance_wall_clock").asLong()));
+                        } catch (final RuntimeException e) {  // a wall-clock punctuator failed
+                            final String kind = failureKind(e);
+                            if (kind == null) {
+                                throw e;
+                            }
+                            failed = true;
+                            drain(out, built, lines);
+                            lines.addObject().put("kind", "error").put("input", index).put("error", kind);
+                            break;
+                        }
                     } else {
                         final JsonNode k = input.get("key");
                         final JsonNode ts = input.get("ts");
@@ -690,10 +704,37 @@ public final class Oracle {
 
     /** Whether a user function given {@code value} returns null ("none_on"); throws on "raise_on". */
     static boolean misbehaves(final Params p, final Object value) {
-        if (matches(p, "raise_on", value)) {
+        return misbehaves(p, "", value);
+    }
+
+    /** As {@link #misbehaves(Params, Object)} for the parameters {@code prefix + "none_on"} / {@code "raise_on"}. */
+    static boolean misbehaves(final Params p, final String prefix, final Object value) {
+        if (matches(p, prefix + "raise_on", value)) {
             throw new UserFunctionError(value);
         }
-        return matches(p, "none_on", value);
+        return matches(p, prefix + "none_on", value);
+    }
+
+    /**
+     * The session merger {@code base}, returning null when an aggregate it is given (the one
+     * merged so far, from the initializer, then the stored session's) is "merger_none_on" and
+     * failing on "merger_raise_on"; with either set, a null
+     * aggregate (what such a merger returned) counts as 0 in {@code sum}'s merger and aggregator
+     * (Java's concatenation prints it as "null").
+     */
+    static Merger<String, Object> merger(final Params p, final Merger<String, Object> base) {
+        if (!p.has("merger_none_on") && !p.has("merger_raise_on")) {
+            return base;
+        }
+        return (k, a, b) -> misbehaves(p, "merger_", a) || misbehaves(p, "merger_", b) ? null : base.apply(k, a == null && base == MERGE_SUM ? (Object) 0L : a, b);
+    }
+
+    /** The session aggregator of {@code sum} reading a null aggregate as 0 when the merger misbehaves ({@link #merger}). */
+    static Aggregator<String, Object, Object> sessionAggregator(final Params p, final Aggregator<String, Object, Object> base) {
+        if (base != SUM || !p.has("merger_none_on") && !p.has("merger_raise_on")) {
+            return aggregator(p, base);
+        }
+        return aggregator(p, (k, v, agg) -> base.apply(k, v, agg == null ? (Object) 0L : agg));
     }
 
     static boolean matches(final Params p, final String name, final Object value) {
@@ -779,6 +820,9 @@ public final class Oracle {
         final String op = p.choice("op", null, VALUE_OPS);
         final long gap = p.ms("gap", null, 0);
         final long grace = p.ms("grace", 0L, 0);
+        if ((p.has("merger_none_on") || p.has("merger_raise_on")) && !op.equals("sum") && !op.equals("concat")) {
+            throw new CaseError("the session merger's parameters need op 'sum' or 'concat', not '" + op + "'");
+        }
         final SessionWindows windows = grace == 0
             ? SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(gap))
             : SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(gap), Duration.ofMillis(grace));
@@ -791,8 +835,8 @@ public final class Oracle {
         final Materialized<String, Object, SessionStore<Bytes, byte[]>> m = materialized(p, op, true);
         final KTable<Windowed<String>, Object> table = switch (op) {
             case "count" -> (KTable) w.count((Materialized) m);
-            case "sum" -> w.aggregate(ZERO, aggregator(p, SUM), MERGE_SUM, m);
-            case "concat" -> w.aggregate(EMPTY, aggregator(p, CONCAT), MERGE_CONCAT, m);
+            case "sum" -> w.aggregate(ZERO, sessionAggregator(p, SUM), merger(p, MERGE_SUM), m);
+            case "concat" -> w.aggregate(EMPTY, sessionAggregator(p, CONCAT), merger(p, MERGE_CONCAT), m);
             default -> w.reduce(reducer(p, op), m);
         };
         maybeSuppress(p, table, true).toStream()
@@ -929,10 +973,13 @@ public final class Oracle {
             .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
         m = p.bool("caching", true) ? m.withCachingEnabled() : m.withCachingDisabled();
         final KTable<String, Long> table = switch (op) {
-            // the adder returns null on "none_on", fails on "raise_on" (the subtractor as it is)
-            case "sum" -> grouped.aggregate(() -> 0L, (k, v, agg) -> misbehaves(p, v) ? null : (Long) (agg + v), (k, v, agg) -> agg - v, m);
+            // the adder returns null on "none_on", fails on "raise_on"; the subtractor likewise on
+            // "subtractor_none_on" / "subtractor_raise_on"
+            case "sum" -> grouped.aggregate(() -> 0L, (k, v, agg) -> misbehaves(p, v) ? null : (Long) (agg + v),
+                (k, v, agg) -> misbehaves(p, "subtractor_", v) ? null : (Long) (agg - v), m);
             case "count" -> grouped.count(m);
-            default -> grouped.reduce((a, b) -> misbehaves(p, b) ? null : (Long) (a + b), (a, b) -> a - b, m);
+            default -> grouped.reduce((a, b) -> misbehaves(p, b) ? null : (Long) (a + b),
+                (a, b) -> misbehaves(p, "subtractor_", b) ? null : (Long) (a - b), m);
         };
         table.toStream().to("out", Produced.with(Serdes.String(), Serdes.Long()));
         final Built b = new Built();
@@ -950,13 +997,16 @@ public final class Oracle {
      * to k's sum and forwards (k, sum); a null value deletes k and forwards (k, null); a null
      * key is ignored. A STREAM_TIME punctuator forwards ("@stream", total of all sums) and a
      * WALL_CLOCK_TIME one ("@wall", total), each with the punctuation time as timestamp; each
-     * cancels itself after *_cancel_after fires when that is set.
+     * cancels itself after *_cancel_after fires when that is set, and fails at its *_raise_at-th
+     * fire (before forwarding) when that is set.
      */
     static final class SumProcessor implements Processor<String, Long, String, Long> {
         final Long streamInterval;
         final Long wallInterval;
         final Long streamCancelAfter;
         final Long wallCancelAfter;
+        final Long streamRaiseAt;
+        final Long wallRaiseAt;
         ProcessorContext<String, Long> context;
         KeyValueStore<String, Long> store;
         long streamFires;
@@ -964,11 +1014,14 @@ public final class Oracle {
         Cancellable streamSchedule;
         Cancellable wallSchedule;
 
-        SumProcessor(final Long streamInterval, final Long wallInterval, final Long streamCancelAfter, final Long wallCancelAfter) {
+        SumProcessor(final Long streamInterval, final Long wallInterval, final Long streamCancelAfter, final Long wallCancelAfter,
+                     final Long streamRaiseAt, final Long wallRaiseAt) {
             this.streamInterval = streamInterval;
             this.wallInterval = wallInterval;
             this.streamCancelAfter = streamCancelAfter;
             this.wallCancelAfter = wallCancelAfter;
+            this.streamRaiseAt = streamRaiseAt;
+            this.wallRaiseAt = wallRaiseAt;
         }
 
         @Override
@@ -978,6 +1031,9 @@ public final class Oracle {
             if (streamInterval != null) {
                 streamSchedule = context.schedule(Duration.ofMillis(streamInterval), PunctuationType.STREAM_TIME, ts -> {
                     streamFires++;
+                    if (streamRaiseAt != null && streamFires == streamRaiseAt) {
+                        throw new UserFunctionError("@stream punctuation " + streamFires);
+                    }
                     context.forward(new Record<>("@stream", total(), ts));
                     if (streamCancelAfter != null && streamFires >= streamCancelAfter) {
                         streamSchedule.cancel();
@@ -987,6 +1043,9 @@ public final class Oracle {
             if (wallInterval != null) {
                 wallSchedule = context.schedule(Duration.ofMillis(wallInterval), PunctuationType.WALL_CLOCK_TIME, ts -> {
                     wallFires++;
+                    if (wallRaiseAt != null && wallFires == wallRaiseAt) {
+                        throw new UserFunctionError("@wall punctuation " + wallFires);
+                    }
                     context.forward(new Record<>("@wall", total(), ts));
                     if (wallCancelAfter != null && wallFires >= wallCancelAfter) {
                         wallSchedule.cancel();
@@ -1027,10 +1086,12 @@ public final class Oracle {
         final Long wallInterval = p.optMs("wall_interval", 1);
         final Long streamCancelAfter = p.optMs("stream_cancel_after", 1);
         final Long wallCancelAfter = p.optMs("wall_cancel_after", 1);
+        final Long streamRaiseAt = p.optMs("stream_raise_at", 1);
+        final Long wallRaiseAt = p.optMs("wall_raise_at", 1);
         final Topology topology = new Topology();
         topology.addSource("source", Serdes.String().deserializer(), Serdes.Long().deserializer(), "in");
         topology.addProcessor("sum",
-            () -> new SumProcessor(streamInterval, wallInterval, streamCancelAfter, wallCancelAfter), "source");
+            () -> new SumProcessor(streamInterval, wallInterval, streamCancelAfter, wallCancelAfter, streamRaiseAt, wallRaiseAt), "source");
         final var store = Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("store"), Serdes.String(), Serdes.Long());
         topology.addStateStore(p.bool("caching", false) ? store.withCachingEnabled() : store, "sum");
         topology.addSink("sink", "out", Serdes.String().serializer(), Serdes.Long().serializer(), "sum");
