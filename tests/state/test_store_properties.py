@@ -478,6 +478,14 @@ def test_store_rebuilt_from_changelog_is_identical(
     step = chunk or max(1, len(changelog))
     for at in range(0, len(changelog), step):
         rebuilt.restore(changelog[at:at + step])
+    if kind == "window_dups":
+        # a logged None (stored nothing, kept the original's stream time) moves the restored
+        # store's observed stream time, as Kafka Streams' segmented stores restore every
+        # record (semantics §7): the original, moved as far, is what the restore gives
+        nulls = [original._decode(entry[0])[1] for entry in changelog if entry[1] is None]
+        observed = max([original.meta()["observed_stream_time"], *nulls])
+        assert rebuilt.meta()["observed_stream_time"] == observed
+        original.advance_observed(observed)
     assert rebuilt.all() == original.all()
     assert _queries(rebuilt) == _queries(original)
     assert rebuilt.meta() == original.meta()
