@@ -325,6 +325,17 @@ def verdict(engine: str, figures: dict[str, int]) -> str | None:
     return None
 
 
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """Where the engines run: kspark's and Spark's master, Flink's parallelism, the peers'
+    environments (``benchmarks/peers/setup.sh``)."""
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
+    parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
+    parser.add_argument("--flink-jar", default=os.path.join(
+        ENVS, "jars", "flink-sql-connector-kafka-5.0.0-2.2.jar"))
+    parser.add_argument("--quix-python", default=os.path.join(ENVS, "quix", "bin", "python"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engines", default="kspark,kstreams,kstreams-1s,kstreams-30s,"
@@ -332,12 +343,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--users", type=int, default=10_000)
     parser.add_argument("--warm-up", type=int, default=200_000)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
-    parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
-    parser.add_argument("--flink-jar", default=os.path.join(
-        ENVS, "jars", "flink-sql-connector-kafka-5.0.0-2.2.jar"))
-    parser.add_argument("--quix-python", default=os.path.join(ENVS, "quix", "bin", "python"))
+    add_engine_options(parser)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--chart", help="write a PNG of records/s, CPU and memory per engine")
     args = parser.parse_args()

@@ -87,7 +87,7 @@ from typing import Any
 from kafka_job import PARTITIONS, side_by_side
 from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
 from machine import Steal, load_text
-from peers import ENVS, KSTREAMS, LABELS, PEERS
+from peers import KSTREAMS, LABELS, PEERS, add_engine_options
 from steady_clicks import Outputs, input_clicks, latencies, produce_steady
 
 from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
@@ -316,14 +316,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--drain", type=float, default=60.0,
                         help="at most this long after the measured clicks for their outputs")
     parser.add_argument("--users", type=int, default=10_000)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
+    add_engine_options(parser)
     parser.add_argument("--flink-checkpoint-ms", type=int, default=200)
     parser.add_argument("--quix-commit", type=float, default=0.1, help="seconds")
-    parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
-    parser.add_argument("--flink-jar", default=os.path.join(
-        ENVS, "jars", "flink-sql-connector-kafka-5.0.0-2.2.jar"))
-    parser.add_argument("--quix-python", default=os.path.join(ENVS, "quix", "bin", "python"))
     parser.add_argument("--start-timeout", type=float, default=300.0)
     parser.add_argument("--chart", help="write a PNG of the latency distributions")
     args = parser.parse_args(argv)

@@ -404,44 +404,32 @@ public final class Oracle {
                 int index = -1;
                 for (final JsonNode input : inputs) {
                     index++;
-                    if (input.has("advance_wall_clock")) {
-                        try {
+                    try {  // a record, or wall-clock time (its punctuators)
+                        if (input.has("advance_wall_clock")) {
                             driver.advanceWallClockTime(Duration.ofMillis(input.get("advance_wall_clock").asLong()));
-                        } catch (final RuntimeException e) {  // a wall-clock punctuator failed
-                            final String kind = failureKind(e);
-                            if (kind == null) {
-                                throw e;
+                        } else {
+                            final JsonNode k = input.get("key");
+                            final JsonNode ts = input.get("ts");
+                            if (ts == null || !ts.isIntegralNumber()) {
+                                throw new CaseError("an input record needs an integer \"ts\", got " + input);
                             }
-                            failed = true;
-                            drain(out, built, lines);
-                            lines.addObject().put("kind", "error").put("input", index).put("error", kind);
-                            break;
-                        }
-                    } else {
-                        final JsonNode k = input.get("key");
-                        final JsonNode ts = input.get("ts");
-                        if (ts == null || !ts.isIntegralNumber()) {
-                            throw new CaseError("an input record needs an integer \"ts\", got " + input);
-                        }
-                        final String key = k == null || k.isNull() ? null : k.asText();
-                        if (key != null) {
-                            keys.add(key);
-                        }
-                        final TestInputTopic<String, Object> topic = inputTopic(in, shape, input);
-                        final TestRecord<String, Object> record = new TestRecord<>(key, inputValue(built, input.get("value")),
-                            inputHeaders(input), ts.asLong());
-                        try {
-                            topic.pipeInput(record);
-                        } catch (final RuntimeException e) {
-                            final String kind = failureKind(e);
-                            if (kind == null) {
-                                throw e;
+                            final String key = k == null || k.isNull() ? null : k.asText();
+                            if (key != null) {
+                                keys.add(key);
                             }
-                            failed = true;
-                            drain(out, built, lines);
-                            lines.addObject().put("kind", "error").put("input", index).put("error", kind);
-                            break;
+                            final TestInputTopic<String, Object> topic = inputTopic(in, shape, input);
+                            topic.pipeInput(new TestRecord<>(key, inputValue(built, input.get("value")),
+                                inputHeaders(input), ts.asLong()));
                         }
+                    } catch (final RuntimeException e) {  // a user function failed, or the case is wrong
+                        final String kind = failureKind(e);
+                        if (kind == null) {
+                            throw e;
+                        }
+                        failed = true;
+                        drain(out, built, lines);
+                        lines.addObject().put("kind", "error").put("input", index).put("error", kind);
+                        break;
                     }
                     drain(out, built, lines);
                 }
