@@ -319,9 +319,12 @@ def cogroup_case(draw: st.DrawFn) -> dict:
     if p["windows"] != "none":
         p["grace"] = draw(grace())
         # a retention above the minimum (sessions and sliding windows: 1 ms more at least,
-        # README deviation 2), or the default long one; with caching on, sessions and sliding
-        # windows keep the long one (comparison.py: Kafka's cache serves expired sessions)
-        if p["windows"] == "time" or not p["caching"]:
+        # README deviation 2), or the default long one; with caching on, every kind keeps the
+        # long one: Kafka's cache serves entries its store has expired (README, "Expired data
+        # stays expired"), and a cogroup's one store expires windows by the stream time of all
+        # its inputs while each input's processor closes them by its own
+        # (test_differential.py::test_deviation_kafka_cache_serves_expired_cogroup_windows)
+        if not p["caching"]:
             minimum = {"time": 10, "session": 10, "sliding": 20}[p["windows"]] + p["grace"]
             extra = draw(st.one_of(st.none(), st.integers(1, 50), st.integers(200, 5_000)))
             if extra is not None:

@@ -179,6 +179,30 @@ def test_deviation_kafka_cache_serves_expired_sessions(kafka_streams) -> None:
     assert difference(long, kafka_streams.run(to_oracle(long)), run_kspark(long)) is None
 
 
+def test_deviation_kafka_cache_serves_expired_cogroup_windows(kafka_streams) -> None:
+    """A cogroup keeps one store for its inputs, whose stream time is the newest of them all,
+    while each input's processor closes windows by its own records. b's a@684 moves the store
+    to 684; a's b@668 finds [660, 670) open (a's time is 668, grace 0) but expired in the store
+    (660 <= 684 - 19). Without a cache both engines forward the update and the store drops the
+    write. With caching on, Kafka Streams' cache takes the write, forwards it at the commit and
+    would serve it to the window's next record; kspark's store drops it before the cache, as it
+    drops every expired write (README, "Expired data stays expired"). The random cogroup cases
+    with caching on use a retention that expires nothing (``oracle_cases``)."""
+    params = {"rekey_b": False, "named": False, "caching": True, "store_type": "rocksdb",
+              "windows": "time", "grace": 0, "retention": 19}
+    cached = {"shape": "cogroup", "params": params,
+              "inputs": [{"topic": "b", "key": "a", "value": 20, "ts": 684},
+                         {"topic": "a", "key": "b", "value": 1, "ts": 668}]}
+    a684, b668 = ("a", (680, 690), -20, 684), ("b", (660, 670), 1, 668)
+    assert records(kafka_streams.run(to_oracle(cached))) == [a684, b668]
+    assert records(run_kspark(cached)) == [a684]
+    uncached = {**cached, "params": {**params, "caching": False}}
+    assert records(kafka_streams.run(to_oracle(uncached))) == records(run_kspark(uncached)) \
+        == [a684, b668]
+    long = {**cached, "params": {**params, "retention": LONG_RETENTION}}
+    assert difference(long, kafka_streams.run(to_oracle(long)), run_kspark(long)) is None
+
+
 def test_kafka_loses_final_results_of_expired_windows(kafka_streams) -> None:
     """on_window_close of time windows without caching: the record at 100 closes [0, 10) and,
     writing its own window first, expires it in Kafka Streams' (time-ordered RocksDB) store
