@@ -59,6 +59,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -164,6 +165,13 @@ def settings(args: argparse.Namespace, rest_port: int) -> dict[str, str]:
         # the MiniCluster's metric fetcher refreshes often enough for the end-of-run sample
         "metrics.fetcher.update-interval": "100 ms",
     }
+    if args.unbounded:
+        # a live job checkpoints its growing state as often as every 200 ms: into files (the
+        # job manager's memory takes at most 5 MB a task), a late checkpoint not failing the job
+        conf.update({
+            "execution.checkpointing.storage": "filesystem",
+            "execution.checkpointing.dir": "file://" + tempfile.mkdtemp(prefix="flink-ck-"),
+            "execution.checkpointing.tolerable-failed-checkpoints": "10"})
     if rest_port > 0:
         conf.update({"rest.port": str(rest_port), "rest.bind-port": str(rest_port),
                      "rest.address": "127.0.0.1", "rest.bind-address": "127.0.0.1"})
