@@ -13,7 +13,8 @@ A run is ``records:keys:master`` (``k`` and ``M`` suffixes), or
 ``records:keys:master:per-trigger`` (its ``k`` or ``M`` required) to cap each micro-batch at
 that many clicks (the source's ``max_records_per_trigger``: what bounds the memory of a run
 over a backlog). The default set: 1 M, 10 M and 50 M
-records of 10 k users; 10 M records of 1 M and of 10 M users; 1 M records of 10 k users on
+records of 10 k users (10 M and 50 M in micro-batches of 2 M and 5 M: a 50 M backlog in one
+micro-batch needs more memory than this machine has); 10 M records of 1 M and of 10 M users; 1 M records of 10 k users on
 ``local[1]`` against the same on ``local[2]``. Each run is its own process
 (``benchmarks/peers/kspark_sessions.py``): a warm-up on ``--warm-up`` other clicks, then the
 measured run from ``StreamsApp.start()`` to its last micro-batch's Kafka transaction committed.
@@ -51,7 +52,7 @@ from peers import PEERS, compare, produce, read_sessions, reference, run_process
 from kspark.examples.sessions import GAP_MS, GRACE_MS, PAGES
 from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
 
-DEFAULT_RUNS = ("1M:10k:local[2],10M:10k:local[2],50M:10k:local[2],10M:1M:local[2],"
+DEFAULT_RUNS = ("1M:10k:local[2],10M:10k:local[2]:2M,50M:10k:local[2]:5M,10M:1M:local[2],"
                 "10M:10M:local[2],1M:10k:local[1]")
 #: the mean time between a user's clicks (ms): 90 % within a session (0-8 s), 10 % a new one
 MEAN_STEP_MS = 0.9 * 4_000 + 0.1 * 330_000
