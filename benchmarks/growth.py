@@ -12,9 +12,9 @@ memory of all kspark's processes together (its Spark driver JVM, its Python work
 A run is ``records:keys:master`` (``k`` and ``M`` suffixes), or
 ``records:keys:master:per-trigger`` (its ``k`` or ``M`` required) to cap each micro-batch at
 that many clicks (the source's ``max_records_per_trigger``: what bounds the memory of a run
-over a backlog). The default set: 1 M, 10 M and 50 M
-records of 10 k users (10 M and 50 M in micro-batches of 2 M and 5 M: a 50 M backlog in one
-micro-batch needs more memory than this machine has); 10 M records of 1 M and of 10 M users; 1 M records of 10 k users on
+over a backlog). The default set: 1 M, 10 M and 50 M records of 10 k users (10 M and 50 M in
+micro-batches of 2 M and 5 M: a 50 M backlog in one micro-batch needs more memory than this
+machine has); 10 M records of 1 M and of 10 M users; 1 M records of 10 k users on
 ``local[1]`` against the same on ``local[2]``. Each run is its own process
 (``benchmarks/peers/kspark_sessions.py``): a warm-up on ``--warm-up`` other clicks, then the
 measured run from ``StreamsApp.start()`` to its last micro-batch's Kafka transaction committed.
