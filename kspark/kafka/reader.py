@@ -169,7 +169,7 @@ class OffsetLookup:
         out = {}
         for tp, future in futures.items():
             try:
-                out[(tp.topic, tp.partition)] = int(future.result().offset)
+                offset = int(future.result().offset)
             except Exception as exc:
                 where = (f"Kafka topic {tp.topic!r} partition {tp.partition} on "
                          f"{self.bootstrap_servers}")
@@ -178,6 +178,11 @@ class OffsetLookup:
                         f"Kafka at {self.bootstrap_servers} cannot serve offsets of {where} "
                         f"yet: {exc}") from None
                 raise TopicError(f"cannot list offsets of {where}: {exc}") from exc
+            if offset < 0:  # no offset (-1001) from a broker that has just come back
+                raise KafkaUnreachableError(
+                    f"Kafka at {self.bootstrap_servers} cannot serve offsets of Kafka topic "
+                    f"{tp.topic!r} partition {tp.partition} yet: it answered offset {offset}")
+            out[(tp.topic, tp.partition)] = offset
         return out
 
     def earliest(self, tps: list[TP]) -> dict[TP, int]:

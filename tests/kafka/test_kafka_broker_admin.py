@@ -62,6 +62,35 @@ def test_plan_start_raises_or_skips_and_counts_on_data_loss():
     assert plan_start(("t", 0), 40, 0, 2, False) == (0, 0)
 
 
+class _AnsweringNoOffset:
+    """A fake admin client (named as such): a broker that has just come back answering a
+    ListOffsets with no offset (-1001, seen once in the broker-kill test) cannot be brought
+    about on demand."""
+
+    def list_offsets(self, requests, **_):
+        from concurrent.futures import Future
+
+        class Answer:
+            offset = -1001
+
+        out = {}
+        for tp in requests:
+            out[tp] = Future()
+            out[tp].set_result(Answer())
+        return out
+
+
+def test_an_end_offset_the_broker_cannot_give_yet_is_unavailable_not_data_loss():
+    """-1001 would read as a partition that ended before the next offset to read (a data loss
+    error); it is a broker not ready yet, which the source waits for."""
+    from kspark.kafka import KafkaUnreachableError
+
+    lookup = OffsetLookup("nowhere:9092")
+    lookup._admin = _AnsweringNoOffset()
+    with pytest.raises(KafkaUnreachableError, match=r"topic 'k.clicks' partition 0 .*-1001"):
+        lookup.latest([("k.clicks", 0)])
+
+
 def test_limit_ranges_shares_the_limit_and_always_progresses():
     avail = {("t", 0): (0, 300), ("t", 1): (10, 110), ("t", 2): (5, 5)}
     ends = limit_ranges(avail, 100)
