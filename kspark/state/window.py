@@ -220,6 +220,42 @@ class InMemoryWindowStore(SegmentedStore):
         time_to`` (``None``: unbounded), ascending by start."""
         return [KeyValue(s, e[0]) for s, e in self._fetch_key(key, time_from, time_to)]
 
+    def fetch_values(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        """As :meth:`fetch_range` with both bounds, as plain ``(window start, value)`` pairs:
+        the read of a stream-stream join, once per record."""
+        self._check_key(key)
+        data: dict[int, Any] | None = self._bucket_for(key, create=False)
+        if not data:
+            return []
+        bound = self.expiry_bound
+        if time_from <= bound:
+            time_from = bound + 1
+        out: list[tuple[int, Any]] = []
+        for seg in self._segments(data, self.segment_id(time_from), self.segment_id(time_to)):
+            subs: dict[Any, Any] | None = data[seg].get(key)
+            if not subs:
+                continue
+            if len(subs) == 1:
+                for sub, entry in subs.items():
+                    start: int = sub[0]
+                    if time_from <= start <= time_to:
+                        out.append((start, entry[0]))
+                continue
+            # a key's entries are held in the order they were put: ascending but for late ones
+            ordered = True
+            last: tuple[int, int] = (-1, -1)
+            for sub in subs:
+                pair: tuple[int, int] = sub
+                if pair[0] < last[0] or (pair[0] == last[0] and pair[1] < last[1]):
+                    ordered = False
+                    break
+                last = pair
+            for sub in (subs if ordered else sorted(subs)):
+                start = sub[0]
+                if time_from <= start <= time_to:
+                    out.append((start, subs[sub][0]))
+        return out
+
     def backward_fetch_range(
         self, key: Any, time_from: int | None, time_to: int | None
     ) -> list[KeyValue]:

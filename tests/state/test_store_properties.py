@@ -189,6 +189,8 @@ def test_window_store_matches_model(
         elif op == "fetch_range":
             assert store.fetch_range(k, lo, hi) == model.fetch_range(k, lo, hi)
             assert store.backward_fetch_range(k, lo, hi) == model.fetch_range(k, lo, hi)[::-1]
+            assert store.fetch_values(k, lo, hi) == [
+                (kv.key, kv.value) for kv in model.fetch_range(k, lo, hi)]
         elif op == "fetch_key_range":
             klo, khi = sorted((k, k2))
             expected = model.fetch_key_range(klo, khi, lo, hi)

@@ -334,11 +334,11 @@ class SegmentedStore(StoreBase):
         return data
 
     def _set_entry(self, bucket: int, key: Any, seg: int, sub: Any, entry: Entry) -> Entry | None:
-        data = self._bucket(bucket, create=True)
-        segment = data.get(seg)
+        data: dict[int, Any] = self._bucket(bucket, create=True)
+        segment: dict[Any, Any] | None = data.get(seg)
         if segment is None:
             segment = data[seg] = SortedDict()
-        subs = segment.get(key)
+        subs: dict[Any, Any] | None = segment.get(key)
         if subs is None:
             try:
                 segment[key] = subs = {}
@@ -353,13 +353,13 @@ class SegmentedStore(StoreBase):
 
     def _del_entry(self, bucket: int, key: Any, seg: int, sub: Any,
                    emptied: list[int] | None = None) -> Entry | None:
-        data = self._bucket(bucket, create=False)
+        data: dict[int, Any] | None = self._bucket(bucket, create=False)
         if not data:
             return None
-        segment = data.get(seg)
+        segment: dict[Any, Any] | None = data.get(seg)
         if segment is None:
             return None
-        subs = segment.get(key)
+        subs: dict[Any, Any] | None = segment.get(key)
         if subs is None:
             return None
         old = subs.pop(sub, None)
@@ -389,13 +389,13 @@ class SegmentedStore(StoreBase):
                     del data[seg]
 
     def _get_entry(self, key: Any, seg: int, sub: Any) -> Entry | None:
-        data = self._bucket_for(key, create=False)
+        data: dict[int, Any] | None = self._bucket_for(key, create=False)
         if not data:
             return None
-        segment = data.get(seg)
+        segment: dict[Any, Any] | None = data.get(seg)
         if segment is None:
             return None
-        subs = segment.get(key)
+        subs: dict[Any, Any] | None = segment.get(key)
         return None if subs is None else subs.get(sub)
 
     @staticmethod
@@ -416,11 +416,11 @@ class SegmentedStore(StoreBase):
     ) -> Iterator[tuple[Any, Entry]]:
         """``(sub, entry)`` of one key with ``sub_lo <= sub <= sub_hi`` (``None``: unbounded)
         in ascending sub order (segments are ordered by the first component of the sub key)."""
-        data = self._bucket_for(key, create=False)
+        data: dict[int, Any] | None = self._bucket_for(key, create=False)
         if not data:
             return
         for seg in self._segments(data, seg_lo, seg_hi):
-            subs = data[seg].get(key)
+            subs: dict[Any, Any] | None = data[seg].get(key)
             if subs:
                 for sub in sub_keys(subs, sub_lo, sub_hi):
                     yield sub, subs[sub]

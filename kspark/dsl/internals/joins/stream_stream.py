@@ -24,6 +24,7 @@ from kspark.processor.api import Processor, ProcessorContext
 from kspark.records import Record, event_time
 from kspark.serdes import Serde
 from kspark.state.join_stores import ListValueStore, TimestampedKeyAndJoinSideSerde, side_item
+from kspark.state.window import InMemoryWindowStore
 from kspark.windows import JoinWindows
 
 #: shared state keys: the join's stream time, and the smallest timestamp put into the outer-join
@@ -43,7 +44,7 @@ class JoinWindowProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store = context.get_state_store(self.store_name)
+        self.store: InMemoryWindowStore = context.get_state_store(self.store_name)
         self.serialize = self.value_serde.serializer()
 
     def process(self, record: Record) -> None:
@@ -93,7 +94,7 @@ class StreamJoinProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.other_store = context.get_state_store(self.other_store_name)
+        self.other_store: InMemoryWindowStore = context.get_state_store(self.other_store_name)
         self.serialize_this = self.this_values.serializer()
         self.deserialize_other = self.other_values.deserializer()
         left, right = ((self.this_values, self.other_values) if self.left
@@ -128,7 +129,7 @@ class StreamJoinProcessor(Processor):
         if outer_store is not None and ts == stream_time:
             self._emit_closed(record, outer_store)
         time_to = max(0, ts + self.after_ms)
-        others = self.other_store.fetch_range(key, max(0, ts - self.before_ms), time_to)
+        others = self.other_store.fetch_values(key, max(0, ts - self.before_ms), time_to)
         forward = self.context.forward
         headers = record.headers
         deserialize = self.deserialize_other
