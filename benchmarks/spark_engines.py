@@ -65,6 +65,19 @@ def run_engine(script: str, engine: str, argv: list[str], verbose: bool = False
     return results
 
 
+def state_text(op: dict[str, Any]) -> str:
+    """What a stateful operator's progress says of its state: rows, memory, the commit, and
+    RocksDB's figures of the micro-batch (bytes written, commit phases)."""
+    custom = op.get("customMetrics", {})
+    wanted = ("rocksdbTotalBytesWritten", "rocksdbCommitWriteBatchLatency",
+              "rocksdbCommitFlushLatency", "rocksdbCommitCheckpointLatency",
+              "rocksdbPutLatency", "rocksdbWriterStallLatencyMs")
+    return (f"rows {op.get('numRowsTotal')} updated {op.get('numRowsUpdated')} memory "
+            f"{op.get('memoryUsedBytes', 0) / 2**20:.0f} MiB commit {op.get('commitTimeMs')} ms "
+            + " ".join(f"{k.removeprefix('rocksdb')}={custom[k]}" for k in wanted
+                       if k in custom))
+
+
 def run_app(app: Any, verbose: bool = False) -> tuple[float, list[dict[str, Any]], dict[str, int]]:
     """Start ``app`` (a ``StreamsApp``), process all its input and stop it: the seconds from
     ``start()`` to all processed, the query's progress reports and the app's metrics. With
@@ -82,5 +95,6 @@ def run_app(app: Any, verbose: bool = False) -> tuple[float, list[dict[str, Any]
     if verbose:
         print(f"  kspark: start() {started:.2f}s")
         for p in progress:
-            print(f"  kspark batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}")
+            print(f"  kspark batch {p['batchId']}: rows {p['numInputRows']} {p['durationMs']}"
+                  + "".join(f"; state {state_text(op)}" for op in p.get("stateOperators", ())))
     return elapsed, progress, metrics
