@@ -117,6 +117,9 @@ def test_retain_duplicates() -> None:
     store.put("b", 3, 100)
     store.put("a", 4, 0)
     assert store.fetch_range("a", 0, 100) == [KeyValue(0, 4), KeyValue(100, 1), KeyValue(100, 2)]
+    # the join's read: the late put at 0 comes first, equal starts in the order they were put
+    assert store.fetch_values("a", 0, 100) == [(0, 4), (100, 1), (100, 2)]
+    assert store.fetch_values("a", 50, 100) == [(100, 1), (100, 2)]
     assert store.fetch("a", 100) == 1
     assert store.all() == [
         KeyValue(w("a", 0), 4),
