@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark.spark.internals import file_source
+from kspark.spark.internals import file_ranges, file_source
 from kspark.spark.internals.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
 from kspark.spark.internals.stage import StageProcessor
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, record_columns
@@ -207,8 +207,13 @@ def _by_partition(columns) -> dict[int, pd.DataFrame]:
 
 
 @pytest.mark.parametrize("parallelism", [1, 4])
-def test_tasks_reading_file_ranges_get_the_records_the_shuffle_brought(tmp_path, parallelism):
+@pytest.mark.parametrize("whole_rows", [False, True])
+def test_tasks_reading_file_ranges_get_the_records_the_shuffle_brought(tmp_path, parallelism,
+                                                                       whole_rows):
+    # whole rows as values: a Spark task writes the JSON of its own partitions' rows only
     options = _write_inputs(tmp_path)
+    if whole_rows:
+        del options["value_field"]
     for fmt in ("parquet", "jsonl"):
         path = str(tmp_path / fmt)
         opts = {**options, "format": fmt, "path": path, "parallelism": str(parallelism)}
@@ -241,8 +246,8 @@ def test_a_range_is_read_once_per_spark_task(tmp_path, monkeypatch):
     row = next(reader.read(part))
     blob = row["key"][0].as_py()
     reads = []
-    real = file_source.read_file_range
-    monkeypatch.setattr(file_source, "read_file_range", lambda b: reads.append(b) or real(b))
+    real = file_ranges.read_file_range
+    monkeypatch.setattr(file_ranges, "read_file_range", lambda b: reads.append(b) or real(b))
     stage = StageProcessor(b"", 0, None, {"clicks": 5})
     taken = [stage.file_records(blob, p) for p in range(5)]
     assert len(reads) == 1
@@ -291,7 +296,7 @@ def test_file_rows_without_a_reader_are_refused(tmp_path):
 def test_an_empty_file_range_gives_no_records():
     import pyarrow as pa
 
-    from kspark.spark.internals.file_source import FileRangeRecords
+    from kspark.spark.internals.file_ranges import FileRangeRecords
     from kspark.spark.internals.wire import INPUT_ARROW
 
     records = FileRangeRecords(pa.RecordBatch.from_pylist([], schema=INPUT_ARROW))

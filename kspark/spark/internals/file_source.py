@@ -24,7 +24,6 @@ from kspark.spark.internals.wire import (
     record_rows,
     repeated,
     rows_of,
-    task_records,
 )
 
 #: a read task of a Parquet file is cut in two (to give idle cores work) only if it has more
@@ -170,6 +169,21 @@ class FileStreamReader(DataSourceStreamReader):
         batch = self._read_batch(cast(_FilePartition, partition))
         yield pack_records(batch) if self.pack else record_rows(batch)
 
+    def read_range(self, partition: _FilePartition) -> tuple[Any, Any | None]:
+        """The input batch of ``partition`` and, for Parquet rows read whole as values, the
+        rows whose JSON its (null) values stand for (:func:`_parquet_parts`), else ``None``:
+        a task JSON-encodes only the rows of its own partitions."""
+        from kspark.io.files import OFFSET_STRIDE
+
+        if self.format == "parquet" and self.value_field is None:
+            parts = _parquet_parts(
+                partition.path, partition.lo, partition.hi, self.key_field, None,
+                self.timestamp_field, self.partitions_n, self.topic,
+                partition.index * OFFSET_STRIDE, defer_rows=True)
+            if parts is not None:
+                return parts
+        return self._read_batch(partition), None
+
     def _read_batch(self, partition: _FilePartition) -> Any:
         import pyarrow as pa
 
@@ -228,9 +242,9 @@ class FileStreamReader(DataSourceStreamReader):
 
 def file_range_rows(options: dict[str, str], partition: Any, partitions: int, topic: str) -> Any:
     """Rows that stand for a file range's records, one per partition of the topic (each task
-    reads the range itself, :func:`read_file_range`, and keeps its own records): a stage then
-    reads the file where its tasks run, and no record crosses Spark's shuffle. The row's
-    ``key`` is the range as JSON, its offset the range's first."""
+    reads the range itself, :mod:`kspark.spark.internals.file_ranges`, and keeps its own
+    records): a stage then reads the file where its tasks run, and no record crosses Spark's
+    shuffle. The row's ``key`` is the range as JSON, its offset the range's first."""
     import json
 
     from kspark.io.files import OFFSET_STRIDE
@@ -241,38 +255,6 @@ def file_range_rows(options: dict[str, str], partition: Any, partitions: int, to
     first = partition.index * OFFSET_STRIDE + partition.lo
     return rows_of(KIND_FILE, topic, [blob] * partitions, range(partitions),
                    [first] * partitions, [0] * partitions)
-
-
-def read_file_range(blob: bytes) -> FileRangeRecords:
-    """The records of the file range of a :func:`file_range_rows` row."""
-    import json
-
-    spec = json.loads(blob)
-    reader = FileStreamReader(spec["options"])
-    batch = reader._read_batch(_FilePartition(spec["path"], spec["index"], spec["lo"], spec["hi"]))
-    return FileRangeRecords(batch)
-
-
-class FileRangeRecords:
-    """The records of a file range, copied out per partition when a task asks for them (as
-    :func:`partition_slices` gives them): a Spark task copies only the records of the tasks it
-    runs, not those of every partition in the file."""
-
-    def __init__(self, batch: Any) -> None:
-        self._partitions = batch.column("partition").to_numpy(zero_copy_only=False)
-        self._records = task_records(batch)
-        self._taken: set[int] = set()
-
-    def pop(self, partition: int, default: Any = None) -> Any:
-        """The records of ``partition`` in order, once (``default``: none, or taken before)."""
-        import numpy as np
-        import pyarrow as pa
-
-        if partition in self._taken:
-            return default
-        self._taken.add(partition)
-        rows = np.flatnonzero(self._partitions == partition)
-        return self._records.take(pa.array(rows)) if len(rows) else default
 
 
 def plan_reads(
@@ -391,6 +373,27 @@ def _parquet_batch(
     needs the row-by-row reader (non-integer or null timestamps, nested columns, or an error to
     report with the row). Whole rows as values are written by
     :func:`~kspark.spark.internals.arrow_json.json_rows`."""
+    parts = _parquet_parts(path, lo, hi, key_field, value_field, timestamp_field, partitions,
+                           topic, base, dictionary=dictionary)
+    return None if parts is None else parts[0]
+
+
+def _parquet_parts(
+    path: str,
+    lo: int,
+    hi: int | None,
+    key_field: str,
+    value_field: str | None,
+    timestamp_field: str,
+    partitions: int,
+    topic: str,
+    base: int,
+    *,
+    dictionary: bool = False,
+    defer_rows: bool = False,
+) -> tuple[Any, Any | None] | None:
+    """:func:`_parquet_batch` and ``None``; with ``defer_rows`` and whole rows as values, the
+    batch's values are null and the rows come second, for ``json_rows`` of those that are used."""
     import json
 
     import numpy as np
@@ -426,7 +429,12 @@ def _parquet_batch(
         else:
             keys = pa.nulls(n, pa.binary())
             parts = np.zeros(n, dtype=np.int32)
-        if value_field is None:
+        deferred = None
+        if value_field is None and defer_rows:
+            if json_rows(table.slice(0, 0)) is None:
+                return None
+            values, deferred = pa.nulls(n, pa.binary()), table
+        elif value_field is None:
             values = json_rows(table)
             if values is None:
                 return None
@@ -449,8 +457,9 @@ def _parquet_batch(
         pa.array(np.arange(base + lo, base + lo + n, dtype=np.int64)),
         stamps,
     ]
-    return pa.RecordBatch.from_arrays(columns, names=INPUT_ARROW.names) if dictionary else (
+    batch = pa.RecordBatch.from_arrays(columns, names=INPUT_ARROW.names) if dictionary else (
         pa.RecordBatch.from_arrays(columns, schema=INPUT_ARROW))
+    return batch, deferred
 
 
 def _kspark_batch(path: str, lo: int, hi: int | None, partitions: int, topic: str,

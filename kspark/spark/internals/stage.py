@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kspark.config import StreamsConfig
-    from kspark.spark.internals.file_source import FileRangeRecords
+    from kspark.spark.internals.file_ranges import FileRangeRecords
 
 _TOPOLOGIES: dict[str, Any] = {}
 
@@ -191,7 +191,7 @@ class StageProcessor(StatefulProcessor):
             return self._kafka_records(blob)
         records = self._file_ranges.get(blob)
         if records is None:
-            from kspark.spark.internals.file_source import read_file_range
+            from kspark.spark.internals.file_ranges import read_file_range
 
             records = self._file_ranges[blob] = read_file_range(blob)
         return records.pop(partition, None)
