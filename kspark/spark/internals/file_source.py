@@ -179,7 +179,7 @@ class FileStreamReader(DataSourceStreamReader):
             parts = _parquet_parts(
                 partition.path, partition.lo, partition.hi, self.key_field, None,
                 self.timestamp_field, self.partitions_n, self.topic,
-                partition.index * OFFSET_STRIDE, defer_rows=True)
+                partition.index * OFFSET_STRIDE, dictionary=self.pack, defer_rows=True)
             if parts is not None:
                 return parts
         return self._read_batch(partition), None
