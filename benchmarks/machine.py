@@ -125,6 +125,20 @@ def _python_descendants(root: int) -> list[tuple[int, int]]:
     return out
 
 
+def process_kind(pid: int) -> str:
+    """What a process of an engine is, from its command line: ``JVM``, ``Python worker`` (a
+    PySpark worker or its daemon), ``Python`` (any other Python process) or the program's name."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().decode(errors="replace").split("\0")
+    program = os.path.basename(argv[0])
+    if program == "java":
+        return "JVM"
+    if program.startswith("python"):
+        return ("Python worker" if any("daemon" in a or "worker" in a for a in argv[1:])
+                else "Python")
+    return program
+
+
 def _memory(pid: int) -> tuple[int, int]:
     """``(resident, proportional)`` bytes of ``pid``: its RSS, and its PSS (each page it shares
     with other processes counted as its share; ``/proc/<pid>/smaps_rollup``, else its RSS)."""
@@ -152,7 +166,9 @@ class ProcessTree(_Sampler):
     ``interval`` may be missed; one that exits loses at most its last interval). Memory is the
     peak of the processes' sum at one sample: ``peak_pss`` of their proportional set sizes
     (the memory the tree uses: pages that forked workers share with their parent counted once),
-    ``peak_rss`` of their resident sizes (which counts such pages in every process)."""
+    ``peak_rss`` of their resident sizes (which counts such pages in every process);
+    ``peak_parts`` splits ``peak_pss`` by kind of process (:func:`process_kind`): how many
+    processes of each kind and their PSS."""
 
     def __init__(self, root: int, interval: float = 0.1) -> None:
         super().__init__(interval)
@@ -160,6 +176,7 @@ class ProcessTree(_Sampler):
         self.cpu: dict[int, float] = {}
         self.peak_rss = 0
         self.peak_pss = 0
+        self.peak_parts: dict[str, tuple[int, int]] = {}
         self._tick = os.sysconf("SC_CLK_TCK")
 
     def sample(self) -> None:
@@ -181,16 +198,26 @@ class ProcessTree(_Sampler):
             grew = bool(below)
             tree |= below
         rss = pss = 0
+        parts: dict[str, tuple[int, int]] = {}  # kind -> (processes, PSS)
         for pid in tree:
             self.cpu[pid] = max(self.cpu.get(pid, 0.0), stats[pid][1])
             try:
                 resident, proportional = _memory(pid)
+                kind = process_kind(pid)  # read each time: a launcher script execs its JVM
             except (OSError, StopIteration, ValueError):
                 continue
             rss += resident
             pss += proportional
+            count, size = parts.get(kind, (0, 0))
+            parts[kind] = (count + 1, size + proportional)
         self.peak_rss = max(self.peak_rss, rss)
-        self.peak_pss = max(self.peak_pss, pss)
+        if pss > self.peak_pss:
+            self.peak_pss, self.peak_parts = pss, parts
+
+    def parts_text(self) -> str:
+        """``peak_parts`` in MiB, largest first, with the number of processes of each kind."""
+        return ", ".join(f"{kind} x{count} {size / 2**20:,.0f}" for kind, (count, size) in
+                         sorted(self.peak_parts.items(), key=lambda item: -item[1][1]))
 
     @property
     def cpu_seconds(self) -> float:

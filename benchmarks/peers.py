@@ -187,8 +187,9 @@ def command(engine: str, args: argparse.Namespace, bootstrap: str, counts: str, 
     if args.warm_up:
         common += ["--warm-up-input", "warm-up-clicks"]
     if engine in ("kspark", "spark"):
+        settings = [f"--conf={setting}" for setting in getattr(args, f"{engine}_conf")]
         return [sys.executable, os.path.join(PEERS, f"{engine}_sessions.py"), *common,
-                "--master", args.master]
+                "--master", args.master, *settings]
     python = args.flink_python if engine == "flink" else args.quix_python
     if not os.path.exists(python):
         return None
@@ -227,6 +228,7 @@ def run_process(engine: str, cmd: list[str], log_path: str, timeout: float) -> d
             code = proc.wait()
         figures["peak_rss"] = tree.peak_rss
         figures["peak_pss"] = tree.peak_pss
+        figures["memory_parts"] = tree.parts_text()
     if code != 0 or "elapsed" not in figures:
         raise RuntimeError(f"{LABELS[engine]} failed (exit code {code}); log: {log_path}")
     return figures
@@ -255,7 +257,8 @@ def run_kstreams(engine: str, bootstrap: str, counts: str, pages: str, work: str
         app.stop()
     dropped = None if app.dropped is None else app.dropped // 2  # both aggregations count
     return {"elapsed": done - app.created_at, "cpu": tree.cpu_seconds - cpu_at_start,
-            "peak_rss": tree.peak_rss, "peak_pss": tree.peak_pss, "dropped": dropped,
+            "peak_rss": tree.peak_rss, "peak_pss": tree.peak_pss,
+            "memory_parts": tree.parts_text(), "dropped": dropped,
             "warm_up_s": app.reported.get("warmed-up"),
             "config": f"Kafka Streams 4.3, exactly_once_v2, 2 stream threads, RocksDB, commit "
                       f"every {commit_ms} ms (results are visible at commits: a run shorter "
@@ -329,6 +332,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     """Where the engines run: kspark's and Spark's master, Flink's parallelism, the peers'
     environments (``benchmarks/peers/setup.sh``)."""
     parser.add_argument("--master", default="local[2]")
+    for engine in ("kspark", "spark"):
+        parser.add_argument(f"--{engine}-conf", action="append", default=[],
+                            metavar="KEY=VALUE", help=f"a Spark setting of {engine}'s session")
     parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
     parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
     parser.add_argument("--flink-jar", default=os.path.join(
@@ -389,7 +395,8 @@ def main() -> None:
             rate = len(clicks) / figures["elapsed"]
             print(f"{LABELS[engine]}: {figures['config']}\n  {rate:,.0f} records/s, "
                   f"{figures['cpu']:.1f} CPU s, {figures['steal']}, "
-                  f"{figures['load']}; {figures['compare']}", flush=True)
+                  f"{figures['load']}; peak memory (PSS, MiB) {figures['memory_parts']}; "
+                  f"{figures['compare']}", flush=True)
     shown = list(results)
     print(f"\nthe sessions job, {len(clicks):,} clicks, {args.users:,} users, Kafka to Kafka, "
           f"local machine ({os.cpu_count()} cores); reference: kspark's test driver, "

@@ -40,7 +40,7 @@ GAP_MS = 10_000
 GRACE = "10 seconds"
 
 
-def session(master: str, rocksdb: bool) -> SparkSession:
+def session(master: str, rocksdb: bool, extra: dict[str, str]) -> SparkSession:
     conf = {
         "spark.master": master,
         "spark.jars": ",".join(connector_jars() or []),
@@ -51,6 +51,7 @@ def session(master: str, rocksdb: bool) -> SparkSession:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": "2g",
     }
+    conf.update(extra)
     if rocksdb:
         conf["spark.sql.streaming.stateStore.providerClass"] = (
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
@@ -123,8 +124,11 @@ def main() -> None:
     options = protocol.parser()
     options.add_argument("--master", default="local[2]")
     options.add_argument("--rocksdb", action="store_true")
+    options.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                         help="a Spark setting over the script's")
     args = options.parse_args()
-    spark = session(args.master, args.rocksdb)
+    spark = session(args.master, args.rocksdb,
+                    dict(setting.split("=", 1) for setting in args.conf))
     work = tempfile.mkdtemp(prefix="peers-spark-")
     if args.live and args.job == "counts":
         print("config: a running count per user, update output mode, micro-batches back to "

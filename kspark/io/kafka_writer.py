@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from kspark.io.location import PartitionWriter
-from kspark.io.schema import sink_rows_with_headers
+from kspark.io.schema import sink_row_chunks
 from kspark.kafka.sink import TransactionalWriter
 
 
@@ -71,7 +71,8 @@ class KafkaPartitionWriter(PartitionWriter):
         writer = self._writer(partition) if opened is None else opened.result()
         try:
             count = writer.write(run, batch_id, {
-                self.names[topic]: sink_rows_with_headers(table) for topic, table in tables.items()
+                self.names[topic]: sink_row_chunks(table) for topic, table in tables.items()
+                if table.num_rows
             })
         finally:
             writer.close()

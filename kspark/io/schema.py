@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
@@ -40,3 +41,14 @@ def sink_rows_with_headers(table: pa.Table) -> list[tuple[Any, Any, int, int, An
 
     headers = [None if h is None else list(decode_headers(h)) for h in raw.to_pylist()]
     return list(zip(*columns, headers))
+
+
+#: the output rows a writer turns into Python objects at a time (:func:`sink_row_chunks`)
+CHUNK_ROWS = 20_000
+
+
+def sink_row_chunks(table: pa.Table, rows: int = CHUNK_ROWS
+                    ) -> Iterator[list[tuple[Any, Any, int, int, Any]]]:
+    """:func:`sink_rows_with_headers` of ``table``, ``rows`` at a time."""
+    for start in range(0, table.num_rows, rows):
+        yield sink_rows_with_headers(table.slice(start, rows))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kspark.errors import StreamsError
@@ -75,7 +75,7 @@ class TransactionalWriter:
         self._producer: Any = None
         #: the last committed marker: {"run", "batch"}
         self._marker: dict[str, Any] = {"run": None, "batch": -1}
-        self._staged: dict[str, Rows] = {}
+        self._staged: dict[str, list[Iterable[Rows]]] = {}
         #: delivery errors of the open transaction (the first few)
         self._errors: list[str] = []
         self.skipped_batches = 0
@@ -151,9 +151,15 @@ class TransactionalWriter:
         """Whether batch ``batch_id`` of query run ``run`` was committed before."""
         return self._marker["run"] == run and batch_id <= self._marker["batch"]
 
-    def stage(self, topic: str, rows: Iterable[tuple[Any, Any, int, int, Any]]) -> None:
+    def stage(self, topic: str, rows: Rows) -> None:
         """Add records to the batch being written (sent at :meth:`commit`)."""
-        self._staged.setdefault(topic, []).extend(rows)
+        if rows:
+            self.stage_chunks(topic, [rows])
+
+    def stage_chunks(self, topic: str, chunks: Iterable[Rows]) -> None:
+        """Add records that :meth:`commit` takes one list at a time from ``chunks`` (a large
+        batch then never exists as Python objects all at once)."""
+        self._staged.setdefault(topic, []).append(chunks)
 
     def commit(self, run: str, batch_id: int) -> int:
         """Write the staged records and the batch's marker in one transaction, unless the batch
@@ -172,8 +178,10 @@ class TransactionalWriter:
         try:
             producer.begin_transaction()
             count = 0
-            for topic, rows in staged.items():
-                count += self._produce(topic, rows)
+            for topic, parts in staged.items():
+                for chunks in parts:
+                    for rows in chunks:
+                        count += self._produce(topic, rows)
             key = self.transactional_id.encode()
             self._produce(self.markers, [(key, json.dumps(marker).encode(), None, 0, None)])
             producer.commit_transaction(self.timeout)
@@ -229,10 +237,11 @@ class TransactionalWriter:
             message += f" (delivery failed: {'; '.join(self._errors)})"
         raise StreamsError(f"{where}: the transaction was aborted: {message}") from exc
 
-    def write(self, run: str, batch_id: int, tables: dict[str, Rows]) -> int:
-        """Stage ``tables`` (topic -> records) and commit them as batch ``batch_id``."""
-        for topic, rows in tables.items():
-            self.stage(topic, rows)
+    def write(self, run: str, batch_id: int, tables: Mapping[str, Iterable[Rows]]) -> int:
+        """Stage ``tables`` (topic -> its records, in lists taken one at a time) and commit
+        them as batch ``batch_id``."""
+        for topic, chunks in tables.items():
+            self.stage_chunks(topic, chunks)
         return self.commit(run, batch_id)
 
     def close(self) -> None:

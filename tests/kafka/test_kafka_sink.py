@@ -175,3 +175,21 @@ def test_a_missing_marker_topic_is_named(bootstrap, topic):
     writer = TransactionalWriter(bootstrap, topic)
     with pytest.raises(TopicError, match=f"{marker_topic(topic)}.*does not exist"):
         writer.last_marker()
+
+
+def test_a_batch_written_in_chunks_is_one_transaction_taken_chunk_by_chunk(bootstrap, out):
+    rows = _batch(0, n=50)
+    taken = []
+
+    def chunks():
+        for start in range(0, len(rows), 20):
+            taken.append(start)
+            yield rows[start:start + 20]
+
+    writer = _writer(bootstrap, out)
+    assert writer.write("run-1", 0, {out: chunks()}) == 50
+    assert taken == [0, 20, 40]
+    assert writer.write("run-1", 0, {out: chunks()}) == 0  # a replay takes none
+    assert taken == [0, 20, 40]
+    writer.close()
+    assert _values(bootstrap, out) == sorted(value for _, value, *_ in rows)

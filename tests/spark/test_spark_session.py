@@ -56,18 +56,56 @@ def test_python_workers_fork_from_kspark_daemon_with_its_modules_loaded(spark):
 
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
             parent = f.read().replace(b"\0", b" ").decode()
+        import pyspark.worker
+
         loaded = "kspark.spark.internals.stage_rows" in sys.modules
         gc_threshold = list(gc.get_threshold())
+        task = pyspark.worker.main.__qualname__
         for _ in batches:
             yield pa.RecordBatch.from_pydict({"parent": [parent], "loaded": [loaded],
-                                              "gc": [gc_threshold]})
+                                              "gc": [gc_threshold], "task": [task]})
 
     rows = spark.range(2, numPartitions=2).mapInArrow(
-        origin, "parent string, loaded boolean, gc array<bigint>")
+        origin, "parent string, loaded boolean, gc array<bigint>, task string")
     for row in rows.collect():
         assert "kspark.spark.internals.worker_daemon" in row.parent, row.parent
         assert row.loaded  # imported by the daemon, not by this function
         assert tuple(row.gc) == GC_THRESHOLD  # set by the daemon before it forked
+        assert row.task.startswith("_releasing"), row.task  # each task then frees its memory
+
+
+#: a task's heap left fragmented: 2 KiB objects (from the C heap, not Python's arenas) of which
+#: every 64th outlives the task
+_FRAGMENTED_TASK = """
+import os
+import pyarrow  # imported by the daemon before it forks
+from kspark.spark.internals.worker_daemon import _releasing
+
+kept = []
+
+def rss():
+    with open(f"/proc/{os.getpid()}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) << 10
+
+def task():
+    objects = [os.urandom(2048) for _ in range(150_000)]
+    kept.extend(objects[::64])
+    print(rss())
+    return len(kept)
+
+assert _releasing(task)() == len(kept)
+print(rss())
+"""
+
+
+def test_a_worker_gives_back_the_memory_its_task_freed():
+    import subprocess
+    import sys
+
+    during, after = map(int, subprocess.run(
+        [sys.executable, "-c", _FRAGMENTED_TASK], check=True, capture_output=True, text=True,
+    ).stdout.split())
+    assert during - after > 200 * 2**20, (during >> 20, after >> 20)
 
 
 def spark_home() -> str | None:

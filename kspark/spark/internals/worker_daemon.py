@@ -11,11 +11,18 @@ micro-batch creates its tasks' state and records by the hundred thousand objects
 in reference cycles, and the default (a young collection every 700 allocations, which
 sometimes become full ones) spends a noticeable share of a task's CPU on them
 (docs/performance.md, "Ten million keys").
+
+A worker gives the memory its task freed back to the system when the task ends
+(:func:`release_memory`): a worker Spark keeps for later tasks would otherwise hold its largest
+task's heap while the other stages' workers run (docs/performance.md, "Memory").
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
+from collections.abc import Callable
+from typing import Any
 
 #: the workers' garbage collection thresholds (``gc.set_threshold``)
 GC_THRESHOLD = (200_000, 20, 100)
@@ -34,10 +41,48 @@ def preload() -> None:
     import kspark.spark.internals.stage_rows  # noqa: F401
 
 
+def release_memory() -> None:
+    """Collect the garbage a task left and give the free memory of the C heap (``malloc_trim``)
+    and of pyarrow's memory pool back to the system."""
+    import pyarrow
+
+    gc.collect()
+    pyarrow.default_memory_pool().release_unused()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _releasing(task: Callable[..., Any]) -> Callable[..., Any]:
+    """``task`` (``pyspark.worker.main``: one task) followed by :func:`release_memory` (a task
+    that fails ends its worker, ``SystemExit``)."""
+
+    def run_task(*args: Any) -> Any:
+        result = task(*args)
+        release_memory()
+        return result
+
+    return run_task
+
+
+def _libc() -> Any:
+    """glibc (which has ``malloc_trim``), or None on a system without it."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _libc()
+
+
 def main() -> None:
+    import pyspark.worker
     from pyspark.daemon import manager
 
     preload()
+    pyspark.worker.main = _releasing(pyspark.worker.main)  # the daemon calls it per task
     gc.freeze()  # the imported objects stay shared with the workers (no copy-on-write by gc)
     gc.set_threshold(*GC_THRESHOLD)  # inherited by the forked workers
     manager()
