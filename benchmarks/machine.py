@@ -136,7 +136,7 @@ def process_kind(pid: int) -> str:
     if program.startswith("python"):
         return ("Python worker" if any("daemon" in a or "worker" in a for a in argv[1:])
                 else "Python")
-    return program
+    return program or "other"
 
 
 def _memory(pid: int) -> tuple[int, int]:
@@ -199,13 +199,18 @@ class ProcessTree(_Sampler):
             tree |= below
         rss = pss = 0
         parts: dict[str, tuple[int, int]] = {}  # kind -> (processes, PSS)
+        sizes: dict[int, tuple[int, int, str]] = {}
         for pid in tree:
             self.cpu[pid] = max(self.cpu.get(pid, 0.0), stats[pid][1])
             try:
-                resident, proportional = _memory(pid)
-                kind = process_kind(pid)  # read each time: a launcher script execs its JVM
+                # the kind read each time: a launcher script execs its JVM
+                sizes[pid] = (*_memory(pid), process_kind(pid))
             except (OSError, StopIteration, ValueError):
                 continue
+        for pid, (resident, proportional, kind) in sizes.items():
+            parent = sizes.get(stats[pid][0])
+            if parent is not None and parent[:2] == (resident, proportional):
+                continue  # a child sharing its parent's memory (vfork, before its exec)
             rss += resident
             pss += proportional
             count, size = parts.get(kind, (0, 0))

@@ -46,7 +46,10 @@ counted and printed with the reason.
 
 ``--chart`` writes a PNG of each engine's records/s, CPU seconds per million records and peak
 memory (the ``plot`` extra: matplotlib). Memory is the peak of the engine's processes' PSS
-together (``machine.ProcessTree``); the RSS is printed beside it.
+together (``machine.ProcessTree``), printed split by kind of process (JVM, Python workers, other
+Python processes) at that peak; the RSS is printed beside it. ``--kspark-conf KEY=VALUE`` and
+``--spark-conf KEY=VALUE`` give kspark's or Spark's session a setting of its own (e.g.
+``spark.driver.memory=1g``), printed with the engine's configuration.
 """
 
 from __future__ import annotations

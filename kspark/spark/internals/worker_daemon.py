@@ -14,7 +14,8 @@ sometimes become full ones) spends a noticeable share of a task's CPU on them
 
 A worker gives the memory its task freed back to the system when the task ends
 (:func:`release_memory`): a worker Spark keeps for later tasks would otherwise hold its largest
-task's heap while the other stages' workers run (docs/performance.md, "Memory").
+task's heap while the other stages' workers run (docs/performance.md, "Where kspark's memory
+goes").
 """
 
 from __future__ import annotations
