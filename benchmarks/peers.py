@@ -49,7 +49,8 @@ memory (the ``plot`` extra: matplotlib). Memory is the peak of the engine's proc
 together (``machine.ProcessTree``), printed split by kind of process (JVM, Python workers, other
 Python processes) at that peak; the RSS is printed beside it. ``--kspark-conf KEY=VALUE`` and
 ``--spark-conf KEY=VALUE`` give kspark's or Spark's session a setting of its own (e.g.
-``spark.driver.memory=1g``), printed with the engine's configuration.
+``spark.driver.memory=1g``; for kspark a key not starting with ``spark.`` is a setting of its
+app, e.g. ``state.buckets=4``), printed with the engine's configuration.
 """
 
 from __future__ import annotations
@@ -190,9 +191,8 @@ def command(engine: str, args: argparse.Namespace, bootstrap: str, counts: str, 
     if args.warm_up:
         common += ["--warm-up-input", "warm-up-clicks"]
     if engine in ("kspark", "spark"):
-        settings = [f"--conf={setting}" for setting in getattr(args, f"{engine}_conf")]
         return [sys.executable, os.path.join(PEERS, f"{engine}_sessions.py"), *common,
-                "--master", args.master, *settings]
+                "--master", args.master, *spark_settings(engine, args)]
     python = args.flink_python if engine == "flink" else args.quix_python
     if not os.path.exists(python):
         return None
@@ -329,6 +329,12 @@ def verdict(engine: str, figures: dict[str, int]) -> str | None:
                  if k not in ("same", "only in the reference") and v}
         return f"{LABELS[engine]} differs beyond the README's deviation: {wrong}" if wrong else None
     return None
+
+
+def spark_settings(engine: str, args: argparse.Namespace) -> list[str]:
+    """The ``--conf`` arguments of kspark's or Spark's script: ``--kspark-conf`` or
+    ``--spark-conf`` (:func:`add_engine_options`)."""
+    return [f"--conf={setting}" for setting in getattr(args, f"{engine}_conf")]
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

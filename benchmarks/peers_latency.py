@@ -87,7 +87,7 @@ from typing import Any
 from kafka_job import PARTITIONS, side_by_side
 from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
 from machine import Steal, load_text
-from peers import KSTREAMS, LABELS, PEERS, add_engine_options
+from peers import KSTREAMS, LABELS, PEERS, add_engine_options, spark_settings
 from steady_clicks import Outputs, input_clicks, latencies, produce_steady
 
 from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
@@ -122,7 +122,7 @@ class Engine:
                   self.counts, "--pages", self.pages, "--live", "--job", self.job]
         if self.engine in ("kspark", "spark"):
             return [sys.executable, os.path.join(PEERS, f"{self.engine}_sessions.py"), *common,
-                    "--master", a.master]
+                    "--master", a.master, *spark_settings(self.engine, a)]
         python = a.flink_python if self.engine == "flink" else a.quix_python
         if not os.path.exists(python):
             return None

@@ -27,12 +27,13 @@ from kspark.spark.session import kspark_spark_conf, local_spark
 
 
 def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id: str,
-        work: str, per_trigger: int | None = None) -> StreamsApp:
+        work: str, per_trigger: int | None = None, config: dict[str, str] | None = None
+        ) -> StreamsApp:
     app = StreamsApp(topology(), app_id, {
         "clicks": io.kafka(bootstrap, topic=source, max_records_per_trigger=per_trigger),
         "session-counts": io.kafka(bootstrap, topic=counts),
         "session-pages": io.kafka(bootstrap, topic=pages),
-    }, spark=spark, checkpoint_dir=os.path.join(work, app_id))
+    }, spark=spark, config=config, checkpoint_dir=os.path.join(work, app_id))
     app.start()
     try:
         app.process_all_available()
@@ -50,7 +51,7 @@ def counts_topology() -> Any:
     return builder.build()
 
 
-def live(spark: Any, args: Any, work: str) -> None:
+def live(spark: Any, args: Any, work: str, config: dict[str, str]) -> None:
     """The live job (sessions emitted on update, or the running counts), from the input's
     start, until SIGTERM."""
     topics = {"clicks": io.kafka(args.bootstrap, topic=args.input)}
@@ -61,7 +62,7 @@ def live(spark: Any, args: Any, work: str) -> None:
         job = topology(emit_on_close=False)
         topics["session-counts"] = io.kafka(args.bootstrap, topic=args.counts)
         topics["session-pages"] = io.kafka(args.bootstrap, topic=args.pages)
-    app = StreamsApp(job, "peers-kspark-live", topics, spark=spark,
+    app = StreamsApp(job, "peers-kspark-live", topics, spark=spark, config=config,
                      checkpoint_dir=os.path.join(work, "live"))
     app.start()
     protocol.live()
@@ -75,16 +76,19 @@ def main() -> None:
     options = protocol.parser()
     options.add_argument("--master", default="local[2]")
     options.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                         help="a Spark setting over kspark's local session's")
+                         help="a Spark setting over kspark's local session's (a key not "
+                         "starting with 'spark.': a kspark setting of the app)")
     options.add_argument("--per-trigger", type=int, default=None,
                          help="at most this many clicks a micro-batch (default: all available)")
     args = options.parse_args()
-    extra = dict(setting.split("=", 1) for setting in args.conf)
+    settings = dict(setting.split("=", 1) for setting in args.conf)
+    extra = {k: v for k, v in settings.items() if k.startswith("spark.")}
+    streams = {k: v for k, v in settings.items() if not k.startswith("spark.")}
     conf = {**kspark_spark_conf(), **extra}
     print(f"config: kspark, Spark {args.master}, RocksDB state with changelog checkpointing, "
           f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
           f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}"
-          + "".join(f", {k}={v}" for k, v in extra.items())
+          + "".join(f", {k}={v}" for k, v in settings.items())
           + (f", at most {args.per_trigger:,} clicks a micro-batch" if args.per_trigger else "")
           + ((", a running count per user" if args.job == "counts" else
               ", sessions emitted on update") + ", micro-batches back to back"
@@ -93,12 +97,12 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="peers-kspark-")
     spark = local_spark(args.master, extra)
     if args.live:
-        live(spark, args, work)
+        live(spark, args, work, streams)
         return
     app, elapsed, warm_up_s = protocol.measure(
         args, lambda source, counts, pages, tag: run(
             spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work,
-            args.per_trigger))
+            args.per_trigger, streams))
     metrics = app.metrics()
     protocol.result(elapsed=elapsed, warm_up_s=warm_up_s,
                     dropped=metrics.get("dropped-records-total", 0) // 2)
