@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kspark.spark.internals import file_ranges, file_source
+from kspark.spark.internals import file_batches, file_ranges
 from kspark.spark.internals.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
 from kspark.spark.internals.stage import StageProcessor
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, record_columns
@@ -151,14 +151,14 @@ def test_parquet_columns_read_as_the_row_reader_reads_them(
     """The Parquet reader's columns (each distinct key encoded and partitioned once, a string
     key's bytes taken from Arrow) equal the row-by-row reader's records."""
     from kspark.io.files import file_rows
-    from kspark.spark.internals.file_source import _parquet_batch
+    from kspark.spark.internals.file_batches import parquet_batch
 
     path = tmp_path_factory.mktemp("keys") / "a.parquet"
     n = len(keys)
     pq.write_table(pa.table({"key": keys, "ts": np.arange(n, dtype=np.int64),
                              "value": [f"v{i % 3}" if text_values else i % 3
                                        for i in range(n)]}), path)
-    batch = _parquet_batch(str(path), 0, None, "key", "value", "ts", partitions, "t", 0)
+    batch = parquet_batch(str(path), 0, None, "key", "value", "ts", partitions, "t", 0)
     expected = file_rows(str(path), "parquet", "key", "value", "ts", partitions)
     got = (batch.column("key").to_pylist(), batch.column("value").to_pylist(),
            batch.column("timestamp").to_pylist(), batch.column("partition").to_pylist())
@@ -322,7 +322,7 @@ def test_kspark_files_are_read_by_arrow_as_by_the_row_reader(tmp_path):
                 int(rng.integers(0, 10**12)), int(i % 3)) for i in range(3000)]
     os.makedirs(tmp_path / "in")
     _kspark_file(tmp_path / "in" / "a.jsonl", records)
-    batch = file_source._kspark_batch(str(tmp_path / "in" / "a.jsonl"), 0, None, 3, "t", 5 << 32)
+    batch = file_batches.kspark_batch(str(tmp_path / "in" / "a.jsonl"), 0, None, 3, "t", 5 << 32)
     assert batch is not None
     keys, values, stamps, parts = file_rows(str(tmp_path / "in" / "a.jsonl"), "kspark", "key",
                                             None, "timestamp", 3)
@@ -338,7 +338,7 @@ def test_a_kspark_file_the_arrow_reader_cannot_take_goes_to_the_row_reader(tmp_p
     os.makedirs(tmp_path / "in")
     path = tmp_path / "in" / "a.jsonl"
     _kspark_file(path, [(b"k", b"v", 1, 2)])
-    assert file_source._kspark_batch(str(path), 0, None, 2, "t", 0) is None  # 2 of 2 partitions
+    assert file_batches.kspark_batch(str(path), 0, None, 2, "t", 0) is None  # 2 of 2 partitions
     with open(path, "a") as f:
         f.write("{not json\n")
-    assert file_source._kspark_batch(str(path), 0, None, 3, "t", 0) is None
+    assert file_batches.kspark_batch(str(path), 0, None, 3, "t", 0) is None

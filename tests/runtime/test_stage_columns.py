@@ -18,7 +18,7 @@ import pytest
 from kspark.io.files import OFFSET_STRIDE, file_rows
 from kspark.runtime.task import SourceRecord
 from kspark.spark.internals import wire
-from kspark.spark.internals.file_source import _parquet_batch
+from kspark.spark.internals.file_batches import parquet_batch
 from kspark.spark.internals.stage import spark_hash_int, task_group_values
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, _ordered, record_columns
 from kspark.spark.internals.wire import (
@@ -208,14 +208,14 @@ def test_parquet_reader_equals_row_by_row_reader(tmp_path, parts):
     pq.write_table(table, path, row_group_size=64)
     for value_field in ("value", "text", "missing", None):
         for lo, hi in ((0, None), (70, 200)):
-            batch = _parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
+            batch = parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
                                    3 * OFFSET_STRIDE)
             keys, values, stamps, partitions = (
                 c[lo:hi] for c in file_rows(path, "parquet", "key", value_field, "ts", parts)
             )
             got = batch.to_pydict()
             # dictionary-encoded for packing: the same records
-            encoded = _parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
+            encoded = parquet_batch(path, lo, hi, "key", value_field, "ts", parts, "t",
                                      3 * OFFSET_STRIDE, dictionary=True)
             assert pa.types.is_dictionary(encoded.schema.field("key").type)
             assert encoded.to_pydict() == got
@@ -228,11 +228,11 @@ def test_parquet_reader_equals_row_by_row_reader(tmp_path, parts):
             start = 3 * OFFSET_STRIDE + lo
             assert got["offset"] == list(range(start, start + len(keys)))
     # what the vectorised reader leaves to the row-by-row one
-    assert _parquet_batch(path, 0, None, "key", "value", "missing", parts, "t", 0) is None
+    assert parquet_batch(path, 0, None, "key", "value", "missing", parts, "t", 0) is None
     nested = os.path.join(tmp_path, "nested.parquet")
     pq.write_table(table.append_column("tags", pa.array([["t"]] * 300)), nested)
-    assert _parquet_batch(nested, 0, None, "key", None, "ts", parts, "t", 0) is None
-    assert _parquet_batch(nested, 0, None, "key", "value", "ts", parts, "t", 0) is not None
+    assert parquet_batch(nested, 0, None, "key", None, "ts", parts, "t", 0) is None
+    assert parquet_batch(nested, 0, None, "key", "value", "ts", parts, "t", 0) is not None
 
 
 def test_task_group_values_spread_tasks_over_shuffle_partitions():

@@ -1,6 +1,6 @@
 """Rows of an Arrow table as JSON text, in columns: what ``json.dumps(row, default=str)`` writes
 for each row that ``table.to_pylist()`` gives, built per column instead of per row (the file
-source's whole-row values, :func:`~kspark.spark.internals.file_source._parquet_batch`)."""
+source's whole-row values, :func:`~kspark.spark.internals.file_batches.parquet_batch`)."""
 
 from __future__ import annotations
 
