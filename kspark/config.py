@@ -80,6 +80,7 @@ SETTINGS = {s.name: s for s in (
     Setting("state.buckets", "state_buckets", lambda n, v: _whole(n, v, 1)),
     Setting("state.buckets.in.memory", "state_buckets_in_memory",
             _optional(lambda n, v: _whole(n, v, 1))),
+    Setting("state.inline.max.bytes", "state_inline_max_bytes", _whole),
     Setting("window.close.on.idle.ms", "close_on_idle_ms", _optional(_whole)),
     Setting("state.changelog.dir", "changelog_dir", _optional(_text)),
     Setting("task.timeout.ms", "task_timeout_ms", _whole),
@@ -107,6 +108,9 @@ class StreamsConfig:
     #: most buckets of a store a task holds in memory at once (the rest wait in local files
     #: until the batch is written), or None: no limit
     state_buckets_in_memory: int | None = None
+    #: on Spark, a task whose buckets are at most this many bytes (pickled) in all keeps them
+    #: with its task state in one value of Spark state (0: never), docs/semantics.md §6
+    state_inline_max_bytes: int = 1 << 20
     #: opt-in: windows closed after the input of a task is idle this long (wall clock), or None
     close_on_idle_ms: int | None = None
     #: without Kafka: a directory where each logged store's changelog topic is kept as files

@@ -75,6 +75,46 @@ def test_point_and_range_queries_equal_the_driver_stores(counted):
     assert ss.find_sessions(user, 0, 30 * DAY) == ss.fetch(user)
 
 
+@pytest.mark.parametrize("limits", [(0, 1 << 20), (1 << 20, 1)], ids=["in", "out"])
+def test_a_task_moves_its_buckets_between_its_value_and_the_map_state(spark, tmp_path, limits):
+    """A task keeps its buckets in its task value while they are at most
+    ``state.inline.max.bytes``, else one per entry of the MapState; restarted with another limit,
+    its next micro-batch moves them (out at once; in when it has read them all), and the
+    stores read as the driver's after the same input."""
+    from kspark.spark.internals.query import StateReader, latest_committed_batch, load_app_info
+
+    records = events(240, seed=7, users=40)
+    source = io.memory(serdes.String(), serdes.Json(), partitions=2, max_files_per_trigger=1)
+    checkpoint = str(tmp_path / "moving")
+
+    def run(limit: int) -> dict[tuple[int, int], bool]:
+        app = StreamsApp(counter_topology(), "moving", {EVENTS: source}, spark=spark,
+                         checkpoint_dir=checkpoint,
+                         config={"state.buckets": 4, "state.inline.max.bytes": limit})
+        app.start()
+        try:
+            app.process_all_available()
+        finally:
+            app.stop()
+        reader = StateReader(spark, checkpoint, load_app_info(checkpoint))
+        batch = latest_committed_batch(reader.query_dir, spark)
+        assert batch is not None
+        return {(op, task): inline is not None
+                for op in range(2) for task, (_, inline) in reader.task_values(op, batch).items()}
+
+    source.send_all(records[:120], per_file=120)
+    first = run(limits[0])
+    assert len(first) == 4 and set(first.values()) == {limits[0] > 0}, first
+    source.send_all(records[120:], per_file=120)
+    second = run(limits[1])
+    assert set(second.values()) == {limits[1] > 1}, second
+    expected, _ = run_driver(counter_topology(), records)
+    app = StreamsApp(counter_topology(), "moving", {EVENTS: source}, spark=spark,
+                     checkpoint_dir=checkpoint, config={"state.buckets": 4})
+    for name in (COUNTS, TOTALS, SESSIONS):
+        assert app.store(name).all() == expected[name], name
+
+
 def test_an_app_that_never_ran_has_empty_stores(spark, app_dir):
     app = StreamsApp(counter_topology(), "idle", {EVENTS: io.memory()}, spark=spark,
                      checkpoint_dir=os.path.join(app_dir, "never-started"))

@@ -75,11 +75,13 @@ def test_python_workers_fork_from_kspark_daemon_with_its_modules_loaded(spark):
 
 
 #: a task's heap left fragmented: 2 KiB objects (from the C heap, not Python's arenas) of which
-#: every 64th outlives the task
+#: every 64th outlives the task; its last output, written to a pipe and not flushed, must have
+#: reached the pipe's other end when the release starts
 _FRAGMENTED_TASK = """
 import os
+import select
 import pyarrow  # imported by the daemon before it forks
-from kspark.spark.internals.worker_daemon import _releasing
+from kspark.spark.internals import worker_daemon
 
 kept = []
 
@@ -87,13 +89,24 @@ def rss():
     with open(f"/proc/{os.getpid()}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) << 10
 
-def task():
+def task(infile, outfile):
     objects = [os.urandom(2048) for _ in range(150_000)]
     kept.extend(objects[::64])
     print(rss())
+    outfile.write(b"end of stream")
     return len(kept)
 
-assert _releasing(task)() == len(kept)
+release = worker_daemon.release_memory
+
+def flushed_first():
+    assert select.select([read_end], [], [], 0)[0], "the task's output waits for the release"
+    assert os.read(read_end, 64) == b"end of stream"
+    release()
+
+worker_daemon.release_memory = flushed_first
+read_end, write_end = os.pipe()
+with os.fdopen(write_end, "wb", 65536) as outfile:
+    assert worker_daemon._releasing(task)(None, outfile) == len(kept)
 print(rss())
 """
 
@@ -106,6 +119,36 @@ def test_a_worker_gives_back_the_memory_its_task_freed():
         [sys.executable, "-c", _FRAGMENTED_TASK], check=True, capture_output=True, text=True,
     ).stdout.split())
     assert during - after > 200 * 2**20, (during >> 20, after >> 20)
+
+
+#: an object in a reference cycle, alive at one task's end (so frozen) and garbage after
+_FROZEN_CYCLE = """
+import gc
+import weakref
+from kspark.spark.internals import worker_daemon
+
+class Node:
+    pass
+
+node = Node()
+node.itself = node
+alive = weakref.ref(node)
+worker_daemon.release_memory()
+del node
+for _ in range(worker_daemon.FULL_COLLECTION_EVERY - 2):
+    worker_daemon.release_memory()
+    assert alive() is not None  # the tasks' collections skip what an earlier one froze
+worker_daemon.release_memory()
+assert alive() is None  # every FULL_COLLECTION_EVERY tasks a collection sees it all
+assert gc.get_freeze_count() > 0
+"""
+
+
+def test_a_worker_collects_garbage_it_froze_every_so_many_tasks():
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", _FROZEN_CYCLE], check=True)
 
 
 def spark_home() -> str | None:

@@ -121,8 +121,8 @@ def test_a_newer_state_format_is_refused_naming_both_versions(spark, first_run):
         json.dump(info, f)
     app = _app(spark, checkpoint, _counts(), source)
     with pytest.raises(CheckpointLayoutError, match=(
-            r"its state was written by kspark 9\.9\.9 \(state format 3\); this is kspark "
-            r"\S+ \(state format 2\), which reads state format 2 only")):
+            r"its state was written by kspark 9\.9\.9 \(state format 4\); this is kspark "
+            r"\S+ \(state format 3\), which reads state formats 2 and 3")):
         app.start()
 
 

@@ -32,10 +32,12 @@ def layout_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str],
     ``(refused, notes)``, each a list of sentences naming the change."""
     refused: list[str] = []
     notes: list[str] = []
-    if old.get("format") != new["format"]:
+    readable = new.get("readable_formats", [new["format"]])
+    if old.get("format") not in readable:
+        formats = ", ".join(map(str, readable[:-1])) + (" and " if len(readable) > 1 else "")
         refused.append(
             f"its state was written by {_written_by(old)}; this is {_written_by(new)}, which "
-            "reads state format " + str(new["format"]) + " only")
+            f"reads state format{'s' if len(readable) > 1 else ''} {formats}{readable[-1]}")
         return refused, notes
     if old.get("tasks") != new["tasks"]:
         refused.append(

@@ -2,10 +2,11 @@
 
 Each sub-topology runs as one ``transformWithStateInPandas`` operator; per task (partition) it
 keeps the ValueState ``task`` (the pickled task checkpoint, with each store's metadata) and the
-MapState ``buckets`` (``(store, bucket) -> pickled bucket``). A query reads both with Spark's
-state data source (``spark.read.format("statestore")``, option ``stateVarName``) at the latest
-committed batch, rebuilds each task's store from its buckets and metadata, and merges the tasks
-in a read-only view (:mod:`kspark.state.views`).
+MapState ``buckets`` (``(store, bucket) -> pickled bucket``), or its buckets in ``task`` with its
+checkpoint when they are small (:class:`~kspark.spark.internals.stage.SparkTaskState`). A query
+reads both with Spark's state data source (``spark.read.format("statestore")``, option
+``stateVarName``) at the latest committed batch, rebuilds each task's store from its buckets and
+metadata, and merges the tasks in a read-only view (:mod:`kspark.state.views`).
 
 ``StreamsApp.start`` writes ``app.json`` into its checkpoint directory (see
 :func:`app_info`), so that ``kspark store query --app-dir DIR`` can read the stores of an
@@ -21,13 +22,18 @@ import threading
 from typing import Any
 
 from kspark.errors import InvalidStateStoreError, StreamsError
+from kspark.spark.internals.stage import unpack_task_value
 from kspark.state.builders import StoreBuilder
 from kspark.state.internals.base import StoreBase
 from kspark.state.views import ReadOnlyStoreView, read_only_view
 
 APP_INFO = "app.json"
 QUERY_DIR = "query"
-INFO_FORMAT = 2  # 2: state keys are task grouping values (see "tasks")
+#: the state format this version writes: 2, state keys are task grouping values (see "tasks");
+#: 3, a task's buckets may be in its task value (``stage.pack_task_value``)
+INFO_FORMAT = 3
+#: the state formats this version reads (and resumes, writing format :data:`INFO_FORMAT`)
+READABLE_FORMATS = (2, 3)
 
 
 # -- app.json --------------------------------------------------------------------------------
@@ -59,6 +65,7 @@ def app_info(app: Any) -> dict[str, Any]:
 
     return {
         "format": INFO_FORMAT,
+        "readable_formats": list(READABLE_FORMATS),
         "kspark_version": __version__,
         "application_id": app.application_id,
         # the topics whose partitions make the tasks
@@ -127,7 +134,7 @@ def load_app_info(app_dir: str) -> dict[str, Any]:
         )
     with open(path, encoding="utf-8") as f:
         info = json.load(f)
-    if info.get("format") != INFO_FORMAT:
+    if info.get("format") not in READABLE_FORMATS:
         raise StreamsError(f"{path}: unsupported format {info.get('format')!r}")
     return info
 
@@ -176,10 +183,17 @@ class StateReader:
             .load(self.query_dir)
         )
 
+    def task_values(self, operator: int, batch: int
+                     ) -> dict[int, tuple[bytes, dict[tuple[str, int], bytes] | None]]:
+        """Each task's state and the buckets its value holds (``None``: in the MapState), by
+        partition."""
+        rows = self._reader(operator, "task", batch).select("key.task_group", "value.blob")
+        return {self._task(g): unpack_task_value(bytes(blob)) for g, blob in rows.collect()}
+
     def task_metas(self, operator: int, batch: int) -> dict[int, dict[str, Any]]:
         """Each task's checkpoint (``Task.checkpoint_state``) by partition."""
-        rows = self._reader(operator, "task", batch).select("key.task_group", "value.blob")
-        return {self._task(g): pickle.loads(bytes(blob)) for g, blob in rows.collect()}
+        return {task: pickle.loads(meta)
+                for task, (meta, _) in self.task_values(operator, batch).items()}
 
     def _task(self, group: int) -> int:
         """The task (partition) of a state key's grouping value."""
@@ -189,11 +203,15 @@ class StateReader:
         """``partition -> bucket -> pickled bucket data`` of one store."""
         from pyspark.sql import functions as F
 
+        out: dict[int, dict[int, bytes]] = {}
+        for task, (_, inline) in self.task_values(operator, batch).items():
+            for (name, bucket), blob in (inline or {}).items():
+                if name == store:
+                    out.setdefault(task, {})[bucket] = blob
         frame = self._reader(operator, "buckets", batch)
         rows = frame.where(F.col("user_map_key.store") == store).select(
             "key.task_group", "user_map_key.bucket", "user_map_value.blob"
         )
-        out: dict[int, dict[int, bytes]] = {}
         for group, bucket, blob in rows.collect():
             out.setdefault(self._task(group), {})[int(bucket)] = bytes(blob)
         return out

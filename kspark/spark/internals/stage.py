@@ -15,7 +15,8 @@ Task state in Spark state, per task (the grouping key is a value ``v`` with
 - ``task``: ValueState holding the pickled :meth:`Task.checkpoint_state` (stream time,
   punctuation due times, processors' own state, stores' metadata);
 - ``buckets``: MapState ``(store, bucket) -> pickled bucket``, read on first use in a batch and
-  written back only when dirty.
+  written back only when dirty; a task whose buckets are small keeps them in ``task`` instead
+  (:class:`SparkTaskState`).
 """
 
 from __future__ import annotations
@@ -101,26 +102,63 @@ def _load_topology(blob: bytes, digest: str) -> Any:
     return topo
 
 
-class SparkTaskState:
-    """A task's durable state in Spark: ValueState ``task`` and MapState ``buckets``."""
+#: the start of a task value that holds the task's buckets too (a pickled task state starts
+#: with pickle's protocol byte ``0x80``)
+_INLINE = b"KSPI\x01"
+_LENGTH = 8
 
-    def __init__(self, meta: Any, buckets: Any) -> None:
+
+def pack_task_value(meta: bytes, buckets: dict[tuple[str, int], bytes]) -> bytes:
+    """The ValueState ``task`` holding the task state ``meta`` and every bucket's blob."""
+    return b"".join((_INLINE, len(meta).to_bytes(_LENGTH, "big"), meta,
+                     pickle.dumps(buckets, protocol=5)))
+
+
+def unpack_task_value(value: bytes) -> tuple[bytes, dict[tuple[str, int], bytes] | None]:
+    """The task state of a ValueState ``task`` and the buckets it holds (``None``: they are in
+    the MapState ``buckets``)."""
+    if not value.startswith(_INLINE):
+        return value, None
+    start = len(_INLINE) + _LENGTH
+    end = start + int.from_bytes(value[len(_INLINE):start], "big")
+    return value[start:end], pickle.loads(value[end:])
+
+
+class SparkTaskState:
+    """A task's durable state in Spark: ValueState ``task`` and MapState ``buckets``.
+
+    A task whose buckets together are at most ``inline_max_bytes`` (pickled) keeps them in its
+    ValueState with its task state (:func:`pack_task_value`): one read and one write of Spark
+    state a micro-batch instead of one per bucket. A task moves its buckets to the MapState when
+    they grow past that, and back when a micro-batch that read all of them finds them small
+    again (docs/semantics.md §6)."""
+
+    def __init__(self, meta: Any, buckets: Any, inline_max_bytes: int = 0) -> None:
         self.meta = meta
         self.buckets = buckets
-        #: every bucket's blob since :meth:`prefetch` (kept as saved: a task that runs the
-        #: batch again, record by record, loads the same state)
-        self._prefetched: dict[tuple[str, int], bytes] | None = None
+        self.inline_max_bytes = inline_max_bytes
+        #: every bucket's blob, when known (held in the task value, or read from the MapState
+        #: at once by :meth:`prefetch`), with this batch's saves (a task that runs the batch
+        #: again, record by record, loads the same state)
+        self._known: dict[tuple[str, int], bytes] | None = None
+        #: whether the buckets are in the task value
+        self._inline = False
+        #: buckets saved while all were known: written at :meth:`set_meta` (``None``: removed)
+        self._saved: dict[tuple[str, int], bytes | None] = {}
 
     def get_meta(self) -> bytes | None:
         row = self.meta.get()
-        return None if row is None else bytes(row[0])
-
-    def set_meta(self, blob: bytes) -> None:
-        self.meta.update((blob,))
+        if row is None:  # a new task: nothing stored anywhere
+            self._known, self._inline = {}, True
+            return None
+        meta, inline = unpack_task_value(bytes(row[0]))
+        if inline is not None:
+            self._known, self._inline = inline, True
+        return meta
 
     def load(self, store: str, bucket: int) -> Any | None:
-        if self._prefetched is not None:
-            blob = self._prefetched.get((store, bucket))
+        if self._known is not None:
+            blob = self._known.get((store, bucket))
             return None if blob is None else pickle.loads(blob)
         row = self.buckets.getValue((store, bucket))
         return None if row is None else pickle.loads(row[0])
@@ -128,19 +166,43 @@ class SparkTaskState:
     def prefetch(self) -> None:
         """Every bucket of the task in one pass over the MapState (a few calls to Spark's state
         server instead of one per bucket)."""
-        self._prefetched = {(key[0], int(key[1])): value[0]
-                            for key, value in self.buckets.iterator()}
+        if self._known is None:
+            self._known = {(key[0], int(key[1])): value[0]
+                           for key, value in self.buckets.iterator()}
 
     def save_bucket(self, store: str, bucket: int, blob: bytes | None) -> None:
-        if self._prefetched is not None:
-            if blob is None:
-                self._prefetched.pop((store, bucket), None)
-            else:
-                self._prefetched[(store, bucket)] = blob
+        key = (store, bucket)
+        if self._known is None:
+            self._write(key, blob)
+            return
         if blob is None:
-            self.buckets.removeKey((store, bucket))
+            self._known.pop(key, None)
         else:
-            self.buckets.updateValue((store, bucket), (blob,))
+            self._known[key] = blob
+        self._saved[key] = blob
+
+    def set_meta(self, blob: bytes) -> None:
+        known = self._known
+        if known is not None and sum(map(len, known.values())) <= self.inline_max_bytes:
+            if not self._inline:
+                self.buckets.clear()
+            self.meta.update((pack_task_value(blob, known),))
+            self._inline = True
+        else:
+            if self._inline:  # grown past the limit: every bucket moves to the MapState
+                assert known is not None
+                self._saved = dict(known)
+            for key, saved in self._saved.items():
+                self._write(key, saved)
+            self.meta.update((blob,))
+            self._inline = False
+        self._saved = {}
+
+    def _write(self, key: tuple[str, int], blob: bytes | None) -> None:
+        if blob is None:
+            self.buckets.removeKey(key)
+        else:
+            self.buckets.updateValue(key, (blob,))
 
 
 class StageProcessor(StatefulProcessor):
@@ -223,5 +285,5 @@ class StageProcessor(StatefulProcessor):
             topology,
             int(key[0]) % self.tasks,
             rows,
-            SparkTaskState(self.meta, self.buckets),
+            SparkTaskState(self.meta, self.buckets, self.config.state_inline_max_bytes),
         )
