@@ -121,36 +121,6 @@ def test_a_worker_gives_back_the_memory_its_task_freed():
     assert during - after > 200 * 2**20, (during >> 20, after >> 20)
 
 
-#: an object in a reference cycle, alive at one task's end (so frozen) and garbage after
-_FROZEN_CYCLE = """
-import gc
-import weakref
-from kspark.spark.internals import worker_daemon
-
-class Node:
-    pass
-
-node = Node()
-node.itself = node
-alive = weakref.ref(node)
-worker_daemon.release_memory()
-del node
-for _ in range(worker_daemon.FULL_COLLECTION_EVERY - 2):
-    worker_daemon.release_memory()
-    assert alive() is not None  # the tasks' collections skip what an earlier one froze
-worker_daemon.release_memory()
-assert alive() is None  # every FULL_COLLECTION_EVERY tasks a collection sees it all
-assert gc.get_freeze_count() > 0
-"""
-
-
-def test_a_worker_collects_garbage_it_froze_every_so_many_tasks():
-    import subprocess
-    import sys
-
-    subprocess.run([sys.executable, "-c", _FROZEN_CYCLE], check=True)
-
-
 def spark_home() -> str | None:
     from kspark.spark.session import spark_home_without_zipped_python
 

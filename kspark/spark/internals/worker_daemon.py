@@ -15,12 +15,8 @@ sometimes become full ones) spends a noticeable share of a task's CPU on them
 A worker gives the memory its task freed back to the system when the task ends
 (:func:`release_memory`): a worker Spark keeps for later tasks would otherwise hold its largest
 task's heap while the other stages' workers run (docs/performance.md, "Where kspark's memory
-goes"). The task's output reaches the JVM before that (the task ends there without waiting),
-and what survives the collection is frozen (``gc.freeze``): the next task's collection looks
-only at the objects created since, not again at the worker's long-lived ones (its cached
-topology, the modules its tasks imported); every :data:`FULL_COLLECTION_EVERY` tasks a
-collection looks at everything (garbage in reference cycles among objects frozen alive;
-docs/performance.md, "The sessions job at 5 k clicks a second, taken apart").
+goes"). The task's output reaches the JVM before that: the task ends there without waiting
+for the release (docs/performance.md, "The sessions job at 5 k clicks a second, taken apart").
 """
 
 from __future__ import annotations
@@ -32,9 +28,6 @@ from typing import Any
 
 #: the workers' garbage collection thresholds (``gc.set_threshold``)
 GC_THRESHOLD = (200_000, 20, 100)
-#: every this many tasks a worker's collection includes what earlier ones froze
-FULL_COLLECTION_EVERY = 100
-_released = 0
 
 
 def preload() -> None:
@@ -55,12 +48,7 @@ def release_memory() -> None:
     and of pyarrow's memory pool back to the system."""
     import pyarrow
 
-    global _released
-    _released += 1
-    if _released % FULL_COLLECTION_EVERY == 0:
-        gc.unfreeze()
     gc.collect()
-    gc.freeze()
     pyarrow.default_memory_pool().release_unused()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
