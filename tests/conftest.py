@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +54,15 @@ def pytest_collection_modifyitems(config, items):
     """Run the Spark, Kafka and packaging tests last, so the fast layers fail fast."""
     slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka", "packaging"))
     items.sort(key=lambda item: any(d in str(item.fspath) for d in slow))
+
+
+def pytest_collection_finish(session):
+    """Start the compiled wheel's build when a test of it is to run: it compiles on one core
+    while the tests before it run on the other."""
+    for item in session.items:
+        if "wheel_build" in getattr(item, "fixturenames", ()):
+            tmp = Path(tempfile.mkdtemp(prefix="kspark-wheel-"))
+            session.config.add_cleanup(partial(shutil.rmtree, tmp, ignore_errors=True))
+            item.module.start_wheel_build(tmp)
+            session.config.add_cleanup(item.module.stop_wheel_build)
+            return

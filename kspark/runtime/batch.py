@@ -230,4 +230,9 @@ def run_task_batch(
     new_state["output_seq"] = seq + output_count(output)
     new_state[_STORE_SIZES] = _store_sizes(task, previous, written, metrics)
     state.set_meta(pickle.dumps(new_state, protocol=5))
-    return BatchResult(output, task.drain_changelog(), metrics, seq, fast)
+    result = BatchResult(output, task.drain_changelog(), metrics, seq, fast)
+    # the task refers to itself (its processors' contexts): the buckets its stores loaded
+    # would otherwise wait for the garbage collector, a full collection of them all
+    for store in task.stores.values():
+        store.unload()
+    return result

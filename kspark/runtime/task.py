@@ -8,8 +8,9 @@ own (:mod:`kspark.runtime.forwarding`, ``punctuator``, ``extraction``, ``batch_v
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 from kspark.config import StreamsConfig
@@ -264,9 +265,15 @@ class Task:
             handled = self._process_batch_fast(batch)
             if handled is not None:
                 return handled
-        for rec in batch.records():
-            self.process(rec)
-            self.punctuate_stream_time()
+        n = len(batch)
+        topics = [batch.topic] * n if batch.topic is not None else (batch.topics or [])
+        headers: Iterable[Headers] = repeat((), n) if batch.headers is None else batch.headers
+        process_one, punctuate = self.process_one, self.punctuate_stream_time
+        for topic, partition, offset, timestamp, key, value, header in zip(
+                topics, batch.partitions.tolist(), batch.offsets.tolist(),
+                batch.timestamps.tolist(), batch.keys.tolist(), batch.values.tolist(), headers):
+            process_one(topic, partition, offset, timestamp, key, value, header)
+            punctuate()
         return 0
 
     def _process_batch_fast(self, batch: SourceBatch) -> int | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from mypy_extensions import mypyc_attr
 
 from kspark._duration import whole
-from kspark._json_codec import DECODER, ONE_SHOT, SCAN, json_text
+from kspark._json_codec import DECODER, FAST_DECODE, ONE_SHOT, json_text
 from kspark.errors import SerializationError
 from kspark.record_columns import WindowedKeys
 from kspark.windows import Window, Windowed
@@ -296,19 +296,16 @@ class Json(Serde):
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not Json:
             return self.deserialize
-        general, scan = self.deserialize, SCAN
+        general, fast = self.deserialize, FAST_DECODE
 
         def deserialize(data: Any) -> Any:
-            # a document without leading whitespace that ends at the end of the text decodes
-            # as ``JSONDecoder.decode`` decodes it; anything else goes the general way
+            # msgspec gives what the general way gives for a document it accepts; what it
+            # refuses (an error too) goes the general way
             if type(data) is bytes:
                 try:
-                    text = data.decode("utf-8")
-                    value, end = scan(text, 0)
+                    return fast(data)
                 except Exception:
-                    return general(data)
-                if end == len(text):
-                    return value
+                    pass
             return general(data)
 
         return deserialize

@@ -12,11 +12,10 @@ store holds these bytes, as Kafka Streams' does, and logs them as they are.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
-
-from sortedcontainers import SortedDict
 
 from kspark.records import KeyValue
 from kspark.serdes import Pickle, Serde, as_serde
@@ -98,9 +97,11 @@ class LeftOrRightValuesSerde(Serde):
 
 class OrderedStore(StoreBase):
     """Values by key, the keys kept in order in one bucket (a join reads its oldest keys after
-    most records, so they are read in order without merging buckets). Bucket data:
-    ``SortedDict(key -> (value, timestamp))``. A remove logs a tombstone, also when the key
-    held nothing, as Kafka Streams' stores log it."""
+    most records, so they are read in order without merging buckets). Bucket data: ``{key:
+    (value, timestamp)}``, its keys kept sorted beside it (a key removed stays there until the
+    keys before it go, or until the removed ones are many; state written when the bucket was a
+    ``SortedDict`` loads as it is). A remove logs a tombstone, also when the key held nothing,
+    as Kafka Streams' stores log it."""
 
     def __init__(self, name: str, *, caching: bool = False, logging: bool = True,
                  num_buckets: int = 1) -> None:
@@ -108,17 +109,57 @@ class OrderedStore(StoreBase):
         if caching:
             raise ValueError(f"store {name!r}: a {self.kind} store has no cache")
         super().__init__(name, caching=False, logging=logging, num_buckets=1)
+        #: the keys of the bucket data ``_ordered`` in order, and keys removed from it since
+        self._order: list[Any] = []
+        self._listed: set[Any] = set()
+        self._ordered: dict[Any, Any] | None = None
 
-    def _new_bucket(self) -> SortedDict:
-        return SortedDict()
+    def _new_bucket(self) -> dict[Any, Any]:
+        return {}
 
-    def _data(self, create: bool = False) -> SortedDict | None:
-        data: SortedDict | None = self._bucket(0, create=create)
+    def _data(self, create: bool = False) -> dict[Any, Any] | None:
+        data: dict[Any, Any] | None = self._bucket(0, create=create)
         return data
 
-    def _created(self) -> SortedDict:
-        data: SortedDict = self._bucket(0, create=True)
+    def _created(self) -> dict[Any, Any]:
+        data: dict[Any, Any] = self._bucket(0, create=True)
         return data
+
+    def _keys_in_order(self, data: dict[Any, Any]) -> list[Any]:
+        """The keys of ``data`` in order, with keys removed since among them (sorted when
+        ``data`` is not the bucket they were kept for: loaded, restored or new)."""
+        if data is not self._ordered:
+            self._order = sorted(data)
+            self._listed = set(self._order)
+            self._ordered = data
+        return self._order
+
+    def _added(self, data: dict[Any, Any], key: Any) -> None:
+        """Keep ``key``, new in ``data``, among its ordered keys."""
+        order = self._keys_in_order(data)
+        if key in self._listed:
+            return
+        if not order or order[-1] < key:
+            order.append(key)
+        else:
+            bisect.insort(order, key)
+        self._listed.add(key)
+
+    def _removed(self, data: dict[Any, Any]) -> None:
+        """Drop the removed keys at the front of the ordered keys, and all removed keys once
+        they outnumber the held ones."""
+        if data is not self._ordered:
+            return
+        order, listed = self._order, self._listed
+        if order and order[0] not in data:
+            i = 1
+            while i < len(order) and order[i] not in data:
+                i += 1
+            listed.difference_update(order[:i])
+            del order[:i]
+        if len(order) > 2 * len(data) + 64:
+            self._order = [k for k in order if k in data]
+            self._listed = set(self._order)
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, key: Any) -> Any:
@@ -131,8 +172,10 @@ class OrderedStore(StoreBase):
         """``(key, what it holds)`` in key order, read lazily (do not write while iterating)."""
         data = self._data()
         if data:
-            for key, (held, _) in data.items():
-                yield key, held
+            for key in self._keys_in_order(data):
+                entry = data.get(key)
+                if entry is not None:
+                    yield key, entry[0]
 
     def approximate_num_entries(self) -> int:
         data = self._data()
@@ -146,6 +189,8 @@ class OrderedStore(StoreBase):
         data = self._created()
         entry = data.get(key)
         data[key] = (held, ts)
+        if entry is None:
+            self._added(data, key)
         self._touch(0)
         self._changed(key, None if entry is None else entry[0], held, ts)
 
@@ -159,6 +204,8 @@ class OrderedStore(StoreBase):
         data = self._data()
         old = None if data is None else data.pop(key, None)
         if old is not None:
+            assert data is not None
+            self._removed(data)
             self._touch(0)
         self._changed(key, None if old is None else old[0], None, ts)
 
@@ -173,6 +220,7 @@ class OrderedStore(StoreBase):
             else:
                 data[key] = (self._restored(value), timestamp)
             self._touch(0)
+        self._ordered = None  # its keys sorted again when next read
 
 
 class ListValueStore(OrderedStore):

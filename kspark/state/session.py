@@ -7,11 +7,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedDict
 
 from kspark.records import KeyValue
 from kspark.state.internals.base import DEFAULT_BUCKETS
-from kspark.state.internals.common import merge_sorted, order_error
+from kspark.state.internals.common import merge_sorted
 from kspark.state.internals.segments import EXPIRED, SegmentedStore
 from kspark.windows import Window, Windowed
 
@@ -109,7 +108,7 @@ class InMemorySessionStore(SegmentedStore):
         """Remove ``key``'s sessions ``(end, start)`` of ``removed``, then store ``agg`` for
         ``[start, end]``, all at ``timestamp``: what :meth:`remove` of each and :meth:`put`
         leave, log and cache (a session aggregation's write for one record). A key whose last
-        entry in a segment is removed stays in the segment's sorted keys until the put, so a
+        entry in a segment is removed stays in the segment's keys until the put, so a
         session that moves within its segment does not leave and rejoin them."""
         self._check_writable(key)
         if len(removed) == 1 and agg is not None and self._move_in_segment(
@@ -228,7 +227,7 @@ class InMemorySessionStore(SegmentedStore):
         (a sweep would delete them). Marks each key's bucket dirty.
 
         A key's entries in a segment are changed in place, and the key leaves (or joins) the
-        segment's sorted keys only when its last entry there goes (or its first comes)."""
+        segment's keys only when its last entry there goes (or its first comes)."""
         live = self.min_live_segment()
         interval = self.segment_interval_ms
         for key, bucket, removes, puts in changes:
@@ -260,14 +259,9 @@ class InMemorySessionStore(SegmentedStore):
                 segment = data.get(seg)
                 if subs:
                     if segment is None:
-                        segment = data[seg] = SortedDict()
+                        segment = data[seg] = {}
                     if key not in segment:
-                        try:
-                            segment[key] = subs
-                        except TypeError as e:
-                            if not segment:
-                                del data[seg]
-                            raise order_error(self.name, e) from e
+                        segment[key] = subs
                 elif segment is not None and key in segment:
                     del segment[key]
                     if not segment:

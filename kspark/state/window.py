@@ -128,6 +128,12 @@ class InMemoryWindowStore(SegmentedStore):
             if value is None:
                 self._changed(self._store_key(key, window_start, seq), None, None, timestamp)
                 return
+            if not self.caching and not self.logs_changes:  # no change to record
+                old = self._write(key, window_start, (window_start, seq), value, timestamp)
+                if old is EXPIRED:
+                    self.context.record_dropped("expired-segment",
+                                                self._drop_detail(key, window_start))
+                return
         else:
             seq = 0
         old = self._write(key, window_start, (window_start, seq), value, timestamp)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import struct
 from datetime import timedelta
@@ -107,12 +108,50 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(_JSON.filter(lambda v: v is not None))  # None is a null record, not "null"
 def test_json_serde_writes_what_json_dumps_writes(value):
-    import json
-
     expected = json.dumps(value, separators=(",", ":")).encode()
     assert serdes.Json().serialize(value) == expected
     assert json.dumps(serdes.Json().deserialize(expected), separators=(",", ":")) == \
         expected.decode()
+
+
+#: numbers, strings and literals where JSON decoders part: only Python's takes NaN, Infinity,
+#: numbers beyond a float and lone surrogates; integers past 64 bits, subnormal floats
+_JSON_TOKENS = st.sampled_from([
+    "NaN", "-Infinity", "Infinity", "1e400", "-1e400", "0.1e-400", "2.5E-324", "1E2", "-0",
+    "-0.0", "123456789012345678901234567890", "-9223372036854775809", "18446744073709551616",
+    "9007199254740993", "0.30000000000000004", '"\\ud800"', '"\\ud83d\\ude00"', '"\\u0000"',
+    '"\\/\\b"', '"\u00e9\u4e2d"', "true", "null", "01", "[1,]", "tru",
+])
+
+
+def _json_text(value: object, ensure_ascii: bool, spaced: bool) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii,
+                      separators=(", ", ": ") if spaced else (",", ":"))
+
+
+_JSON_TEXTS = st.recursive(
+    _JSON_TOKENS | st.builds(_json_text, _JSON, st.booleans(), st.booleans()),
+    lambda inner: st.lists(inner, max_size=4).map(lambda items: f"[{','.join(items)}]")
+    | st.lists(st.tuples(st.sampled_from(["a", "b", "é"]), inner), max_size=4).map(
+        lambda pairs: "{" + ",".join(f'"{k}":{v}' for k, v in pairs) + "}"),
+    max_leaves=10,
+)
+
+
+def _decoded(decode, data: bytes) -> tuple:
+    try:
+        return ("value", repr(decode(data)))
+    except Exception:
+        return ("error",)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_TEXTS, st.sampled_from(["", " ", "\n\t", "\r "]), st.sampled_from(["", " \n"]))
+def test_json_serde_reads_what_json_loads_reads(text, before, after):
+    """The Json serde's fast decoder (msgspec, Python's where msgspec refuses) gives exactly
+    what ``json.loads`` gives, types and order included, and fails where it fails."""
+    data = (before + text + after).encode()
+    assert _decoded(serdes.Json().deserializer(), data) == _decoded(json.loads, data)
 
 
 def test_json_serde_errors_name_the_value():

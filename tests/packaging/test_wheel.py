@@ -96,17 +96,53 @@ def checkout_copy(dest: Path) -> Path:
     return dest
 
 
-def build_wheel(src: Path, out: Path, **env: str) -> tuple[Path, str]:
+class WheelBuild:
     """``python -m build --wheel`` of ``src`` into ``out`` (the build's tools from this
-    environment, not from PyPI): the wheel and the build's messages."""
-    result = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), "."],
-        cwd=src, capture_output=True, text=True, env=clean_env(**env), timeout=900, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (wheel,) = out.glob("kspark-*.whl")
-    assert (src / "kspark" / f"stale{EXT}").exists()  # the source tree as it was
-    assert "checkout's record" in (src / "kspark" / compiled.BUILD_RECORD).read_text()
-    return wheel, result.stderr
+    environment, not from PyPI), running in the background from its start."""
+
+    def __init__(self, src: Path, out: Path, **env: str) -> None:
+        self.src, self.out = src, out
+        self.messages = out.with_suffix(".log")
+        with open(self.messages, "w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                 str(out), "."], cwd=src, stdout=log, stderr=subprocess.STDOUT, text=True,
+                env=clean_env(**env))
+
+    def result(self) -> tuple[Path, str]:
+        """Once the build has ended: the wheel and the build's messages."""
+        returncode = self.process.wait(timeout=900)
+        log = self.messages.read_text()
+        assert returncode == 0, log[-6000:]
+        (wheel,) = self.out.glob("kspark-*.whl")
+        assert (self.src / "kspark" / f"stale{EXT}").exists()  # the source tree as it was
+        assert "checkout's record" in (self.src / "kspark" / compiled.BUILD_RECORD).read_text()
+        return wheel, log
+
+
+def build_wheel(src: Path, out: Path, **env: str) -> tuple[Path, str]:
+    """The wheel of ``src`` built into ``out``, and the build's messages."""
+    return WheelBuild(src, out, **env).result()
+
+
+#: the compiled wheel's build, started when the run begins (``start_wheel_build``)
+BACKGROUND: list[WheelBuild] = []
+
+
+def start_wheel_build(tmp: Path) -> None:
+    """Start building the wheel from a copy of the checkout under ``tmp``: it compiles on one
+    core while the run's other tests go on (the conftest calls this once tests of this module
+    are collected)."""
+    if not BACKGROUND:
+        BACKGROUND.append(WheelBuild(checkout_copy(tmp / "src"), tmp / "dist"))
+
+
+def stop_wheel_build() -> None:
+    """End the background build if the run ends before its tests (a failure with ``-x``)."""
+    for build in BACKGROUND:
+        if build.process.poll() is None:
+            build.process.kill()
+            build.process.wait()
 
 
 def python_sources(src: Path) -> set[str]:
@@ -138,10 +174,10 @@ def fresh_venv(path: Path, wheel: Path) -> Path:
 @pytest.fixture(scope="module")
 def wheel_build(tmp_path_factory):
     """The wheel built from a copy of the checkout: its copy, the wheel, the build's messages."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = checkout_copy(tmp / "src")
-    wheel, log = build_wheel(src, tmp / "dist")
-    return src, wheel, log
+    start_wheel_build(tmp_path_factory.mktemp("wheel"))
+    (build,) = BACKGROUND
+    wheel, log = build.result()
+    return build.src, wheel, log
 
 
 def test_the_wheel_holds_the_package_and_its_compiled_core_and_nothing_else(wheel_build):

@@ -4,9 +4,13 @@ layouts (checked against Kafka Streams itself in tests/oracle)."""
 
 from __future__ import annotations
 
+import pickle
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sortedcontainers import SortedDict
 
 from kspark import serdes
 from kspark.dsl.internals.joins.fk_wire import (
@@ -63,6 +67,71 @@ def test_put_if_absent_of_none_removes_only_a_present_key_and_every_remove_is_lo
     store.remove_all([absent], 8)
     assert [(KEYS.record_key(k), v, ts) for k, v, ts in store.context.changelog] == [  # type: ignore[attr-defined]
         ("a", (b"\x01x",), 1), ("a", None, 7), ("b", None, 8)]
+
+
+class _Saved:
+    """Buckets as a task's durable state keeps them, pickled between batches."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[int, bytes] = {}
+
+    def load(self, store: str, bucket: int) -> object | None:
+        blob = self.blobs.get(bucket)
+        return None if blob is None else pickle.loads(blob)
+
+    def save(self, store: ListValueStore) -> None:
+        for bucket, data in store.dirty_buckets().items():
+            if data is None:
+                self.blobs.pop(bucket, None)
+            else:
+                self.blobs[bucket] = pickle.dumps(data)
+        store.clear_dirty()
+        store.unload()
+
+
+#: one step: put a value (or remove) at a timestamp, remove the oldest n keys as a join's scan
+#: does, or end a batch (the store saved, forgotten and loaded again)
+_STEPS = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 30), st.booleans(), st.sampled_from("abc"),
+              st.booleans()),
+    st.tuples(st.just("oldest"), st.integers(1, 4)),
+    st.tuples(st.just("batch")),
+), max_size=120)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_STEPS, st.booleans())
+def test_entries_come_in_key_order_across_puts_removes_and_batches(steps, legacy):
+    """The keys kept sorted beside the bucket (removed ones dropped lazily) give exactly the
+    held keys in order, after any puts, removes and reloads; a bucket saved as a
+    ``SortedDict`` (state of an earlier kspark) reads the same."""
+    saved = _Saved()
+    store = ListValueStore("outer")
+    store.init(NullContext(), saved)
+    model: dict[tuple, tuple] = {}
+    for step in steps:
+        if step[0] == "put":
+            _, ts, left, key, remove = step
+            store_key = KEYS.key_of(ts, left, key)
+            if remove:
+                store.put_if_absent(store_key, None, ts)
+                model.pop(store_key, None)
+            else:
+                item = side_item(left, f"{ts}{key}".encode())
+                store.put(store_key, item, ts)
+                model[store_key] = (*model.get(store_key, ()), item)
+        elif step[0] == "oldest":
+            oldest = [k for k, _ in store.entries()][:step[1]]
+            store.remove_all(oldest, 0)
+            for k in oldest:
+                del model[k]
+        else:
+            saved.save(store)
+            if legacy and saved.blobs:
+                saved.blobs = {b: pickle.dumps(SortedDict(pickle.loads(blob)))
+                               for b, blob in saved.blobs.items()}
+        assert list(store.entries()) == sorted(model.items())
+    assert store.approximate_num_entries() == len(model)
 
 
 def test_outer_join_store_bytes_are_kafka_streams_layout_and_restore():

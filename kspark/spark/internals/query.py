@@ -286,6 +286,9 @@ class _NoTask:
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         pass
 
+    def captures_changelog(self, store: str) -> bool:
+        return False
+
 
 class LatestStores:
     """The stores of every task as of the latest committed batch, reloaded when a newer batch

@@ -48,6 +48,9 @@ class StoreContext(Protocol):
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         """Append ``(key, value or None, timestamp)`` to ``store``'s changelog."""
 
+    def captures_changelog(self, store: str) -> bool:
+        """Whether ``store``'s changelog entries are kept (else :meth:`log_change` drops them)."""
+
 
 class BucketLoader(Protocol):
     """Fetches a bucket's data from durable state (Spark); ``None`` when it has none."""
@@ -82,6 +85,9 @@ class NullContext:
     def log_change(self, store: str, key: Any, value: Any, timestamp: int) -> None:
         self.changelog.append((key, value, timestamp))
 
+    def captures_changelog(self, store: str) -> bool:
+        return True
+
 
 class StoreBase:
     """Common machinery: name, buckets, change tracking, caching, changelog, lifecycle."""
@@ -102,6 +108,9 @@ class StoreBase:
         self.logging = logging
         self.num_buckets = num_buckets
         self.context: StoreContext = NullContext()
+        #: whether a change is logged, into a changelog its task keeps (:meth:`init`): a store
+        #: need not build the changelog keys of changes no one keeps
+        self.logs_changes = logging
         self.read_only = False
         self._loader: BucketLoader | None = None
         self._buckets: dict[int, Any] = {}
@@ -128,6 +137,7 @@ class StoreBase:
         self.context = context
         self._loader = loader
         self._open = True
+        self.logs_changes = self.logging and context.captures_changelog(self.name)
 
     def limit_memory(self, buckets: int, spill: BucketSpill) -> None:
         """Hold at most ``buckets`` buckets in memory: loading or creating another lets go of

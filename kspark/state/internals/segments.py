@@ -10,9 +10,11 @@ any put or remove. With ``bound = observed_stream_time - retention``:
 - an entry whose segment timestamp is ``<= bound`` is expired: reads never return it, even while
   its segment still exists.
 
-Bucket layout: ``{segment_id: SortedDict(key -> {sub_key: (value, timestamp)})}``,
-where the sub key orders one key's entries in time (window: ``(start, seqnum)``, session:
-``(end, start)``). Empty containers are always removed, so an empty bucket is ``{}`` (falsy).
+Bucket layout: ``{segment_id: {key: {sub_key: (value, timestamp)}}}``, where the sub key
+orders one key's entries in time (window: ``(start, seqnum)``, session: ``(end, start)``). A
+segment's keys are in no order: a range query sorts what it finds (state written when segments
+were ``SortedDict`` objects loads as it is). Empty containers are always removed, so an empty
+bucket is ``{}`` (falsy).
 A bucket filled by a bulk restore from nothing is held as a
 :class:`~kspark.state.internals.packed.PackedBucket` until first used (``StoreBase._bucket``
 builds it).
@@ -25,7 +27,6 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedDict
 
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name, order_error
@@ -294,7 +295,7 @@ class SegmentedStore(StoreBase):
             if first:
                 segment = data.get(seg)
                 if segment is None:
-                    segment = data[seg] = SortedDict()
+                    segment = data[seg] = {}
             key = keys[code]
             entry_subs = segment.get(key)
             known = entry_subs is not None
@@ -317,10 +318,7 @@ class SegmentedStore(StoreBase):
                 del segment[key]
             if last:
                 if fresh:
-                    try:
-                        segment.update(fresh)
-                    except TypeError as e:
-                        raise order_error(self.name, e) from e
+                    segment.update(fresh)
                     fresh = {}
                 if not segment:
                     del data[seg]
@@ -337,15 +335,10 @@ class SegmentedStore(StoreBase):
         data: dict[int, Any] = self._bucket(bucket, create=True)
         segment: dict[Any, Any] | None = data.get(seg)
         if segment is None:
-            segment = data[seg] = SortedDict()
+            segment = data[seg] = {}
         subs: dict[Any, Any] | None = segment.get(key)
         if subs is None:
-            try:
-                segment[key] = subs = {}
-            except TypeError as e:
-                if not segment:
-                    del data[seg]
-                raise order_error(self.name, e) from e
+            segment[key] = subs = {}
         old = subs.get(sub)
         subs[sub] = entry
         self._touch(bucket)
@@ -444,10 +437,11 @@ class SegmentedStore(StoreBase):
                 run = []
                 for seg in self._segments(data, seg_lo, seg_hi):
                     segment = data[seg]
-                    for key in segment.irange(key_lo, key_hi):
-                        subs = segment[key]
-                        for sub in sub_keys(subs, sub_lo, sub_hi):
-                            run.append((key, sub, subs[sub]))
+                    for key, subs in segment.items():
+                        if ((key_lo is None or key >= key_lo)
+                                and (key_hi is None or key <= key_hi)):
+                            for sub in sub_keys(subs, sub_lo, sub_hi):
+                                run.append((key, sub, subs[sub]))
                 runs.append(run)
         except TypeError as e:
             raise order_error(self.name, e) from e
