@@ -52,40 +52,17 @@ def app_dir():
 
 def pytest_collection_modifyitems(config, items):
     """Run the Spark, Kafka and packaging tests last, so the fast layers fail fast."""
-    items.sort(key=_slow_layer)
-
-
-#: test modules with work that starts when the run begins (``start_background(tmp)``,
-#: ``stop_background()``, ``BACKGROUND``: the work, with ``.process``; ``EXCLUSIVE``: whether
-#: the run's Spark, Kafka and packaging tests wait for it to end)
-BACKGROUND_MODULES = ("test_wheel.py", "test_kafka_soak.py")
-_STARTED: list = []
+    slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka", "packaging"))
+    items.sort(key=lambda item: any(d in str(item.fspath) for d in slow))
 
 
 def pytest_collection_finish(session):
-    """Start the long work of the collected modules in BACKGROUND_MODULES: the compiled
-    wheel's build (one core) and the soak (a low steady load) run while the fast tests go on."""
+    """Start the compiled wheel's build when a test of it is to run: it compiles on one core
+    while the tests before it run on the other."""
     for item in session.items:
-        module = getattr(item, "module", None)
-        if item.fspath.basename not in BACKGROUND_MODULES or module in _STARTED:
-            continue
-        if module.__name__.endswith("test_wheel") and "wheel_build" not in item.fixturenames:
-            continue  # the pure wheels' tests build their own
-        tmp = Path(tempfile.mkdtemp(prefix="kspark-background-"))
-        session.config.add_cleanup(partial(shutil.rmtree, tmp, ignore_errors=True))
-        module.start_background(tmp)
-        session.config.add_cleanup(module.stop_background)
-        _STARTED.append(module)
-
-
-def _slow_layer(item) -> bool:
-    return any(os.sep + d + os.sep in str(item.fspath) for d in ("spark", "kafka", "packaging"))
-
-
-def pytest_runtest_setup(item):
-    """A Spark, Kafka or packaging test starts once exclusive background work has ended."""
-    if _slow_layer(item):
-        for module in _STARTED:
-            if module.EXCLUSIVE:
-                for work in module.BACKGROUND:
-                    work.process.wait(timeout=900)
+        if "wheel_build" in getattr(item, "fixturenames", ()):
+            tmp = Path(tempfile.mkdtemp(prefix="kspark-wheel-"))
+            session.config.add_cleanup(partial(shutil.rmtree, tmp, ignore_errors=True))
+            item.module.start_wheel_build(tmp)
+            session.config.add_cleanup(item.module.stop_wheel_build)
+            return

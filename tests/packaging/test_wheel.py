@@ -125,13 +125,11 @@ def build_wheel(src: Path, out: Path, **env: str) -> tuple[Path, str]:
     return WheelBuild(src, out, **env).result()
 
 
-#: the compiled wheel's build, started when the run begins (``start_background``)
+#: the compiled wheel's build, started when the run begins (``start_wheel_build``)
 BACKGROUND: list[WheelBuild] = []
-#: whether the run's Spark, Kafka and packaging tests wait for the background work to end
-EXCLUSIVE = False
 
 
-def start_background(tmp: Path) -> None:
+def start_wheel_build(tmp: Path) -> None:
     """Start building the wheel from a copy of the checkout under ``tmp``: it compiles on one
     core while the run's other tests go on (the conftest calls this once tests of this module
     are collected)."""
@@ -139,7 +137,7 @@ def start_background(tmp: Path) -> None:
         BACKGROUND.append(WheelBuild(checkout_copy(tmp / "src"), tmp / "dist"))
 
 
-def stop_background() -> None:
+def stop_wheel_build() -> None:
     """End the background build if the run ends before its tests (a failure with ``-x``)."""
     for build in BACKGROUND:
         if build.process.poll() is None:
@@ -176,7 +174,7 @@ def fresh_venv(path: Path, wheel: Path) -> Path:
 @pytest.fixture(scope="module")
 def wheel_build(tmp_path_factory):
     """The wheel built from a copy of the checkout: its copy, the wheel, the build's messages."""
-    start_background(tmp_path_factory.mktemp("wheel"))
+    start_wheel_build(tmp_path_factory.mktemp("wheel"))
     (build,) = BACKGROUND
     wheel, log = build.result()
     return build.src, wheel, log
