@@ -86,10 +86,25 @@ def _counts_topology():
     return builder.build()
 
 
+def _leave_committed_task(sink, app_dir: str) -> None:
+    """What an append killed between its task's commit and its job's leaves: the task's file
+    under the table's ``_temporary/0`` (Hadoop's committer, algorithm 1)."""
+    import glob
+    import shutil
+
+    staged = os.path.join(app_dir, "staged")
+    sink.frame().limit(2).coalesce(1).write.parquet(staged)
+    task = os.path.join(app_dir, "t", "_temporary", "0", "task_202611270000_0007_m_000000")
+    os.makedirs(task)
+    for part in glob.glob(os.path.join(staged, "part-*")):
+        shutil.copy(part, task)
+
+
 def test_a_replayed_batch_is_skipped_by_both_sinks(spark, app_dir):
     """Spark replays a batch whose commit it did not record: a batch a sink noted is skipped; a
     table append that happened but was not noted (the process died in between) is found by
-    its new files and not made again; one that did not happen is made."""
+    its new files and not made again; one that did not happen is made, and what a killed append
+    left in the table's ``_temporary`` folder does not come into the table with it."""
     import pyarrow as pa
 
     from kspark.io.schema import SINK_SCHEMA
@@ -123,6 +138,13 @@ def test_a_replayed_batch_is_skipped_by_both_sinks(spark, app_dir):
         marker.write({"batch": 1, "pending": 2, "files": sorted(sinks["table"].table_files())})
         sinks["table"].write_table(2, raw)  # died before appending: appended now
         assert rows() == 6
+        _leave_committed_task(sinks["table"], app_dir)  # died before the job's commit
+        files = sinks["table"].table_files()
+        marker.write({"batch": 2, "pending": 3, "files": sorted(files)})
+        sinks["table"].write_table(3, raw)
+        assert rows() == 8
+        assert len(sinks["table"].table_files() - files) == 1  # an append is one file
+        assert not os.path.exists(os.path.join(app_dir, "t", "_temporary"))
         typed = sinks["table"].frame().where("key = 'b'").select("value", "timestamp_ms")
         assert {tuple(r) for r in typed.collect()} == {(None, 6)}  # a stream: no is_tombstone
     finally:

@@ -6,7 +6,10 @@ to ``fn(df, batch_id)``. Spark replays the last batch after a restart if its com
 recorded; so each sink remembers the last batch it delivered in ``<checkpoint>/sinks/<topic>.json``
 and skips a replayed one. A table sink also notes, before it appends, the table's files: if the
 process dies after the append but before the note of the batch, the replay finds new files and
-does not append again. A function sink cannot be checked so: a function that must never see a
+does not append again. Each append writes one file (its job's commit is one rename, never half
+made), and a replay first removes what a killed append left in the table's ``_temporary``
+folder (Hadoop's committer would otherwise move a task output committed there into the table
+with the next append). A function sink cannot be checked so: a function that must never see a
 batch twice uses ``batch_id``, the id Spark gives the batch, which stays the same on a replay.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -71,9 +75,13 @@ class BatchMarker:
             out.close()
 
     def _hadoop(self) -> tuple[Any, Any]:
-        jvm = self.spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(self.path)
-        return path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), path
+        return _hadoop(self.spark, self.path)
+
+
+def _hadoop(spark: Any, location: str) -> tuple[Any, Any]:
+    """The Hadoop file system of ``location`` and its Hadoop path, through ``spark``'s JVM."""
+    path = spark._jvm.org.apache.hadoop.fs.Path(location)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
 
 
 class SparkSink(TopicLocation):
@@ -176,9 +184,7 @@ class TableSink(SparkSink):
         if local is not None:
             return os.path.isdir(local) and any(not n.startswith((".", "_"))
                                                 for n in os.listdir(local))
-        jvm = self.spark._jvm
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
+        fs, hadoop_path = _hadoop(self.spark, path)
         return bool(fs.exists(hadoop_path))
 
     def _check(self, table: Any, results: Any) -> None:
@@ -205,11 +211,32 @@ class TableSink(SparkSink):
 
     def _deliver(self, frame: Any, batch_id: int, state: dict[str, Any]) -> None:
         before = self.table_files()
-        if state.get("pending") == batch_id and before - set(state.get("files", [])):
-            return  # appended before the process died, not noted yet
+        if state.get("pending") == batch_id:  # the process died during this batch's append
+            self._remove_leftover()
+            if before - set(state.get("files", [])):
+                return  # appended before the process died, not noted yet
         assert self._marker is not None
         self._marker.write({**state, "pending": batch_id, "files": sorted(before)})
-        frame.select(*self._columns).write.insertInto(self.name)
+        frame.select(*self._columns).coalesce(1).write.insertInto(self.name)
+
+    def location(self) -> str:
+        """Where the table's files are, as its catalog says."""
+        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.name}").collect()
+        found = [r.data_type for r in rows if r.col_name == "Location"]
+        if not found:
+            raise StreamsError(f"sink topic {self.topic!r}, table {self.name!r}: the catalog "
+                               f"gives no location for it")
+        return str(found[0])
+
+    def _remove_leftover(self) -> None:
+        """Remove the ``_temporary`` folder a killed append left in the table's location."""
+        leftover = f"{self.location().rstrip('/')}/_temporary"
+        local = _local(leftover)
+        if local is not None:
+            shutil.rmtree(local, ignore_errors=True)
+            return
+        fs, path = _hadoop(self.spark, leftover)
+        fs.delete(path, True)
 
     def frame(self) -> Any:
         """The table as a DataFrame."""
