@@ -172,3 +172,46 @@ def test_timestamped_reads() -> None:
         KeyValue(w("a", 100), ValueAndTimestamp("x", 150)),
         KeyValue(w("b", 100), ValueAndTimestamp("z", 101)),
     ]
+
+
+class _Unkept:
+    """A task that keeps no changelog of the store (a Spark store without a changelog topic):
+    a ``StoreContext`` as ``NullContext`` but for that (which compiled, takes no subclass)."""
+
+    task_id = "unkept"
+
+    def __init__(self) -> None:
+        self.dropped, self.timestamp = 0, -1
+
+    def record_timestamp(self) -> int:
+        return self.timestamp
+
+    def record_dropped(self, reason: str, detail: str) -> None:
+        self.dropped += 1
+
+    def log_change(self, store: str, key, value, timestamp: int) -> None:
+        """Ignored, as a task ignores a change of a store whose changelog it does not keep."""
+
+    def captures_changelog(self, store: str) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("duplicates", [True, False])
+def test_a_store_whose_changes_no_one_keeps_holds_and_drops_what_a_logged_one_does(
+        duplicates: bool) -> None:
+    """The put that records no change (a join's store on Spark without a changelog) against
+    the logged one: the same windows, the same expired puts dropped and counted."""
+    stores = []
+    for context in (NullContext(), _Unkept()):
+        store = InMemoryWindowStore("ws", retention_ms=1_000, window_size_ms=100,
+                                    segment_interval_ms=500, retain_duplicates=duplicates)
+        store.init(context)
+        for i, start in enumerate([0, 300, 900, 2_000, 100, 1_200, 1_900, 950, 2_000]):
+            context.timestamp = start
+            store.put("ab"[i % 2], i, start)
+        store.put("a", None, 2_000)
+        stores.append((store, context))
+    (logged, kept), (unlogged, unkept) = stores
+    assert unlogged.all() == logged.all() and len(logged.all()) == 3 + duplicates
+    assert unkept.dropped == kept.dropped == 2  # the puts at 100 and 950, after 2000's
+    assert len(kept.changelog) == 10  # every put, expired ones too
