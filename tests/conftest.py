@@ -1,5 +1,6 @@
 """Shared fixtures: one Spark session for the whole run (PySpark is slow to start), one
-Schema Registry server, one Spark Connect server."""
+Schema Registry server, one Spark Connect server; each per test process when ``./dev test``
+spreads the run over two (pytest-xdist)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from pathlib import Path
 
 import pytest
 
+#: the xdist worker this process is (``None``: the run is not spread over workers)
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
+    """The run's Spark session, its tables' default place a folder of the run's own (a test
+    process beside it has its own)."""
     from kspark.spark.session import local_spark
 
-    session = local_spark("local[2]")
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = local_spark("local[2]", {"spark.sql.warehouse.dir": str(warehouse)})
     yield session
     session.stop()
 
@@ -51,14 +58,28 @@ def app_dir():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the Spark, Kafka and packaging tests last, so the fast layers fail fast."""
+    """In one process, run the Spark, Kafka and packaging tests last, so the fast layers fail
+    fast. Spread over workers (``./dev test``: each takes the next test file as it gets done),
+    the ``long`` tests' files go first and the fast layers last, to even out the workers'
+    ends."""
     slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka", "packaging"))
-    items.sort(key=lambda item: any(d in str(item.fspath) for d in slow))
+
+    def in_slow_layer(item) -> bool:
+        return any(d in str(item.fspath) for d in slow)
+
+    if WORKER is None:
+        items.sort(key=in_slow_layer)
+        return
+    long_files = {str(item.fspath) for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: (str(item.fspath) not in long_files, not in_slow_layer(item)))
 
 
 def pytest_collection_finish(session):
     """Start the compiled wheel's build when a test of it is to run: it compiles on one core
-    while the tests before it run on the other."""
+    while the tests before it run on the other (in one process; spread over workers, the
+    other worker's tests do)."""
+    if WORKER is not None:
+        return
     for item in session.items:
         if "wheel_build" in getattr(item, "fixturenames", ()):
             tmp = Path(tempfile.mkdtemp(prefix="kspark-wheel-"))

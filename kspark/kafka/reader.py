@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kspark.kafka.admin import (
     AuthenticationWatch,
@@ -25,6 +25,7 @@ from kspark.kafka.admin import (
 )
 
 log = logging.getLogger("kspark.kafka")
+T = TypeVar("T")
 
 #: seconds without a record after which a range's reader starts a new consumer
 RENEW_AFTER_S = 10.0
@@ -197,6 +198,19 @@ class OffsetLookup:
 
         return self.list_offsets(tps, OffsetSpec.latest())
 
+    def when_served(self, ask: Callable[[], T]) -> T:
+        """``ask()``, asked again every half second while the cluster cannot serve it yet (a
+        partition without a leader right after its topic's creation), for up to
+        :attr:`timeout` seconds."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return ask()
+            except KafkaUnreachableError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
     def close(self) -> None:
         self._admin = None
 
@@ -344,8 +358,8 @@ def read_to_end(
     lookup = OffsetLookup(bootstrap_servers, config)
     try:
         tps = lookup.topic_partitions([topic])
-        low = lookup.earliest(tps)
-        high = lookup.latest(tps)
+        low = lookup.when_served(lambda: lookup.earliest(tps))
+        high = lookup.when_served(lambda: lookup.latest(tps))
     finally:
         lookup.close()
     for tp in tps:
@@ -354,8 +368,10 @@ def read_to_end(
             yield from chunk
 
 
-#: error codes of a partition whose leader is not (yet) known: the cluster is still starting
-_UNAVAILABLE = frozenset(("_NOENT", "LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER",
+#: error codes of a partition whose leader is not (yet) known or has moved: the cluster is
+#: starting, or a topic was just created (error 6 under its librdkafka name and Kafka's)
+_UNAVAILABLE = frozenset(("_NOENT", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION",
+                          "NOT_LEADER_OR_FOLLOWER",
                           "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "_TRANSPORT",
                           "_ALL_BROKERS_DOWN", "_TIMED_OUT", "COORDINATOR_LOAD_IN_PROGRESS",
                           "_DESTROY_BROKER"))

@@ -62,22 +62,37 @@ def test_plan_start_raises_or_skips_and_counts_on_data_loss():
     assert plan_start(("t", 0), 40, 0, 2, False) == (0, 0)
 
 
-class _AnsweringNoOffset:
-    """A fake admin client (named as such): a broker that has just come back answering a
-    ListOffsets with no offset (-1001, seen once in the broker-kill test) cannot be brought
-    about on demand."""
+class _Answering:
+    """A fake admin client (named as such): answers the cluster gives rarely and cannot give
+    on demand. ``answers``: what each ListOffsets call answers for every partition, in turn
+    (an offset, or the code of a Kafka error)."""
+
+    def __init__(self, *answers: int | str) -> None:
+        self.answers = list(answers)
 
     def list_offsets(self, requests, **_):
         from concurrent.futures import Future
 
+        from confluent_kafka import KafkaError, KafkaException
+
+        answer = self.answers.pop(0)
+
         class Answer:
-            offset = -1001
+            offset = answer
 
         out = {}
         for tp in requests:
             out[tp] = Future()
-            out[tp].set_result(Answer())
+            if isinstance(answer, str):
+                out[tp].set_exception(KafkaException(KafkaError(getattr(KafkaError, answer))))
+            else:
+                out[tp].set_result(Answer())
         return out
+
+
+#: a broker that has just come back answers a ListOffsets with no offset (seen once in the
+#: broker-kill test)
+_NO_OFFSET = -1001
 
 
 def test_an_end_offset_the_broker_cannot_give_yet_is_unavailable_not_data_loss():
@@ -86,9 +101,27 @@ def test_an_end_offset_the_broker_cannot_give_yet_is_unavailable_not_data_loss()
     from kspark.kafka import KafkaUnreachableError
 
     lookup = OffsetLookup("nowhere:9092")
-    lookup._admin = _AnsweringNoOffset()
+    lookup._admin = _Answering(_NO_OFFSET)
     with pytest.raises(KafkaUnreachableError, match=r"topic 'k.clicks' partition 0 .*-1001"):
         lookup.latest([("k.clicks", 0)])
+
+
+def test_a_partition_without_its_leader_yet_is_waited_for_not_a_topic_error():
+    """Right after a topic's creation a broker may answer "not leader for partition" (error
+    6, seen when a test read an output topic its app had just made): the cluster cannot serve
+    it yet, which a reader to the end waits for; a topic error it is not."""
+    from kspark.kafka import KafkaUnreachableError
+
+    lookup = OffsetLookup("nowhere:9092")
+    lookup._admin = _Answering("NOT_LEADER_FOR_PARTITION")
+    with pytest.raises(KafkaUnreachableError, match=r"partition 0 .*yet.*Not leader"):
+        lookup.earliest([("k.out", 0)])
+    lookup._admin = _Answering("NOT_LEADER_FOR_PARTITION", _NO_OFFSET, 7)
+    assert lookup.when_served(lambda: lookup.latest([("k.out", 0)])) == {("k.out", 0): 7}
+    lookup.timeout = 0.0
+    lookup._admin = _Answering("NOT_LEADER_FOR_PARTITION", 7)
+    with pytest.raises(KafkaUnreachableError):  # no time left to wait
+        lookup.when_served(lambda: lookup.latest([("k.out", 0)]))
 
 
 def test_limit_ranges_shares_the_limit_and_always_progresses():

@@ -42,6 +42,7 @@ def per_key(records):
     return out
 
 
+@pytest.mark.long
 def test_standalone_cluster_output_equals_local_output(spark, app_dir, bootstrap, topic):
     clicks = sessions_clicks(800, seed=5)
     for prefix in (f"{topic}.cluster.", f"{topic}.local.", f"{topic}.kill."):
