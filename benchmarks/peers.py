@@ -191,8 +191,7 @@ def command(engine: str, args: argparse.Namespace, bootstrap: str, counts: str, 
     if args.warm_up:
         common += ["--warm-up-input", "warm-up-clicks"]
     if engine in ("kspark", "spark"):
-        return [sys.executable, os.path.join(PEERS, f"{engine}_sessions.py"), *common,
-                "--master", args.master, *spark_settings(engine, args)]
+        return spark_command(engine, args, common)
     python = args.flink_python if engine == "flink" else args.quix_python
     if not os.path.exists(python):
         return None
@@ -337,6 +336,14 @@ def spark_settings(engine: str, args: argparse.Namespace) -> list[str]:
     return [f"--conf={setting}" for setting in getattr(args, f"{engine}_conf")]
 
 
+def spark_command(engine: str, args: argparse.Namespace, common: list[str]) -> list[str]:
+    """The command line of kspark's or Spark's script with the ``common`` arguments, on
+    ``--master`` with the engine's settings (kspark's clicks read by ``--kspark-source``)."""
+    reader = ["--source", args.kspark_source] if engine == "kspark" else []
+    return [sys.executable, os.path.join(PEERS, f"{engine}_sessions.py"), *common,
+            "--master", args.master, *spark_settings(engine, args), *reader]
+
+
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     """Where the engines run: kspark's and Spark's master, Flink's parallelism, the peers'
     environments (``benchmarks/peers/setup.sh``)."""
@@ -344,6 +351,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     for engine in ("kspark", "spark"):
         parser.add_argument(f"--{engine}-conf", action="append", default=[],
                             metavar="KEY=VALUE", help=f"a Spark setting of {engine}'s session")
+    parser.add_argument("--kspark-source", choices=("auto", "kspark", "spark"), default="auto",
+                        help="what reads kspark's clicks: its Kafka source or Spark's connector")
     parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
     parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
     parser.add_argument("--flink-jar", default=os.path.join(

@@ -87,7 +87,7 @@ from typing import Any
 from kafka_job import PARTITIONS, side_by_side
 from kafka_streams_anchor import KafkaStreamsApp, prepare_coordinators
 from machine import Steal, load_text
-from peers import KSTREAMS, LABELS, PEERS, add_engine_options, spark_settings
+from peers import KSTREAMS, LABELS, PEERS, add_engine_options, spark_command
 from steady_clicks import Outputs, input_clicks, latencies, produce_steady
 
 from kspark.kafka import EmbeddedBroker, TopicSpec, ensure_topics
@@ -121,8 +121,7 @@ class Engine:
         common = ["--bootstrap", self.bootstrap, "--input", self.topic, "--counts",
                   self.counts, "--pages", self.pages, "--live", "--job", self.job]
         if self.engine in ("kspark", "spark"):
-            return [sys.executable, os.path.join(PEERS, f"{self.engine}_sessions.py"), *common,
-                    "--master", a.master, *spark_settings(self.engine, a)]
+            return spark_command(self.engine, a, common)
         python = a.flink_python if self.engine == "flink" else a.quix_python
         if not os.path.exists(python):
             return None

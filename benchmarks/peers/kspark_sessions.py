@@ -22,15 +22,17 @@ import protocol
 
 from kspark import Materialized, StreamsBuilder, io, serdes
 from kspark.examples.sessions import topology
+from kspark.io.kafka import SOURCES
 from kspark.spark import StreamsApp
 from kspark.spark.session import kspark_spark_conf, local_spark
 
 
 def run(spark: Any, bootstrap: str, source: str, counts: str, pages: str, app_id: str,
-        work: str, per_trigger: int | None = None, config: dict[str, str] | None = None
-        ) -> StreamsApp:
+        work: str, per_trigger: int | None = None, config: dict[str, str] | None = None,
+        reader: str = "auto") -> StreamsApp:
     app = StreamsApp(topology(), app_id, {
-        "clicks": io.kafka(bootstrap, topic=source, max_records_per_trigger=per_trigger),
+        "clicks": io.kafka(bootstrap, topic=source, max_records_per_trigger=per_trigger,
+                           source=reader),
         "session-counts": io.kafka(bootstrap, topic=counts),
         "session-pages": io.kafka(bootstrap, topic=pages),
     }, spark=spark, config=config, checkpoint_dir=os.path.join(work, app_id))
@@ -54,7 +56,7 @@ def counts_topology() -> Any:
 def live(spark: Any, args: Any, work: str, config: dict[str, str]) -> None:
     """The live job (sessions emitted on update, or the running counts), from the input's
     start, until SIGTERM."""
-    topics = {"clicks": io.kafka(args.bootstrap, topic=args.input)}
+    topics = {"clicks": io.kafka(args.bootstrap, topic=args.input, source=args.source)}
     if args.job == "counts":
         job = counts_topology()
         topics["user-counts"] = io.kafka(args.bootstrap, topic=args.counts)
@@ -78,6 +80,9 @@ def main() -> None:
     options.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                          help="a Spark setting over kspark's local session's (a key not "
                          "starting with 'spark.': a kspark setting of the app)")
+    options.add_argument("--source", choices=SOURCES, default="auto",
+                         help="what reads the clicks: kspark's Kafka source or Spark's "
+                         "connector (kspark.io.kafka's source=)")
     options.add_argument("--per-trigger", type=int, default=None,
                          help="at most this many clicks a micro-batch (default: all available)")
     args = options.parse_args()
@@ -89,6 +94,7 @@ def main() -> None:
           f"Kafka sink transactional (exactly once), {conf['spark.sql.shuffle.partitions']} "
           f"shuffle partitions, JVM {conf['spark.driver.defaultJavaOptions']}"
           + "".join(f", {k}={v}" for k, v in settings.items())
+          + f", clicks read by source={args.source!r}"
           + (f", at most {args.per_trigger:,} clicks a micro-batch" if args.per_trigger else "")
           + ((", a running count per user" if args.job == "counts" else
               ", sessions emitted on update") + ", micro-batches back to back"
@@ -102,7 +108,7 @@ def main() -> None:
     app, elapsed, warm_up_s = protocol.measure(
         args, lambda source, counts, pages, tag: run(
             spark, args.bootstrap, source, counts, pages, f"peers-kspark-{tag}", work,
-            args.per_trigger, streams))
+            args.per_trigger, streams, args.source))
     metrics = app.metrics()
     protocol.result(elapsed=elapsed, warm_up_s=warm_up_s,
                     dropped=metrics.get("dropped-records-total", 0) // 2)
