@@ -59,19 +59,32 @@ def app_dir():
 
 def pytest_collection_modifyitems(config, items):
     """In one process, run the Spark, Kafka and packaging tests last, so the fast layers fail
-    fast. Spread over workers (``./dev test``: each takes the next test file as it gets done),
-    the ``long`` tests' files go first and the fast layers last, to even out the workers'
-    ends."""
+    fast. Spread over workers (``./dev test``: each takes the next test file as it gets done):
+    the ``long`` tests' files first, then the slow layers, the other layers that start a JVM,
+    the ``last`` tests' files (beside which the other worker has only light tests left), and
+    the light layers (pure Python, one core), which even out the workers' ends."""
     slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka", "packaging"))
+    light = tuple(os.sep + d + os.sep for d in ("dsl", "foundation", "runtime", "state"))
 
-    def in_slow_layer(item) -> bool:
-        return any(d in str(item.fspath) for d in slow)
+    def in_layers(item, layers: tuple[str, ...]) -> bool:
+        return any(d in str(item.fspath) for d in layers)
 
     if WORKER is None:
-        items.sort(key=in_slow_layer)
+        items.sort(key=lambda item: in_layers(item, slow))
         return
-    long_files = {str(item.fspath) for item in items if item.get_closest_marker("long")}
-    items.sort(key=lambda item: (str(item.fspath) not in long_files, not in_slow_layer(item)))
+
+    def files(marker: str) -> set[str]:
+        return {str(item.fspath) for item in items if item.get_closest_marker(marker)}
+
+    first, last = files("long"), files("last")
+
+    def rank(item) -> int:
+        path = str(item.fspath)
+        if path in first or path in last:
+            return 0 if path in first else 3
+        return 1 if in_layers(item, slow) else 4 if in_layers(item, light) else 2
+
+    items.sort(key=rank)
 
 
 def pytest_collection_finish(session):

@@ -205,7 +205,7 @@ def test_kspark_broker_command_prints_its_address_and_stops_on_ctrl_c(tmp_path):
         produce(address, "cli-topic", _records(10), partitions=2)
         assert len(consume(address, "cli-topic")) == 10
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        assert proc.wait(60) == 0  # the command gives the broker 30 s, then kills it
         host, port = address.split(":")
         with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=1):
             pass

@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.long]
+#: last in a run spread over workers: its sizes and delays are measured, and a heavy test
+#: beside it would stretch its micro-batches
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.last]
 
 BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks")
 
