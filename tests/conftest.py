@@ -61,8 +61,7 @@ def pytest_collection_modifyitems(config, items):
     """In one process, run the Spark, Kafka and packaging tests last, so the fast layers fail
     fast. Spread over workers (``./dev test``: each takes the next test file as it gets done):
     the ``long`` tests' files first, then the slow layers, the other layers that start a JVM,
-    the ``last`` tests' files (beside which the other worker has only light tests left), and
-    the light layers (pure Python, one core), which even out the workers' ends."""
+    and the light layers (pure Python, one core), which even out the workers' ends."""
     slow = tuple(os.sep + d + os.sep for d in ("spark", "kafka", "packaging"))
     light = tuple(os.sep + d + os.sep for d in ("dsl", "foundation", "runtime", "state"))
 
@@ -73,16 +72,12 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda item: in_layers(item, slow))
         return
 
-    def files(marker: str) -> set[str]:
-        return {str(item.fspath) for item in items if item.get_closest_marker(marker)}
-
-    first, last = files("long"), files("last")
+    first = {str(item.fspath) for item in items if item.get_closest_marker("long")}
 
     def rank(item) -> int:
-        path = str(item.fspath)
-        if path in first or path in last:
-            return 0 if path in first else 3
-        return 1 if in_layers(item, slow) else 4 if in_layers(item, light) else 2
+        if str(item.fspath) in first:
+            return 0
+        return 1 if in_layers(item, slow) else 3 if in_layers(item, light) else 2
 
     items.sort(key=rank)
 

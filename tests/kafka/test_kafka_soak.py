@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-#: last in a run spread over workers: its sizes and delays are measured, and a heavy test
-#: beside it would stretch its micro-batches
-pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.last]
+#: alone: it measures sizes and delays, which a test beside it stretches (its early
+#: micro-batches fall behind and the first third's sizes stay small)
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.alone]
 
 BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks")
 
