@@ -25,7 +25,9 @@ from kspark.hashing import kafka_partition
 from kspark.spark.internals.jvm_stderr import BANNER, STATE_SERVER_LOGGER
 from kspark.testing import TopologyTestDriver
 
-pytestmark = pytest.mark.slow
+#: in the background of the soak (``./dev test``): the build is a compiler on one core, the
+#: rest mostly waiting
+pytestmark = [pytest.mark.slow, pytest.mark.background]
 ROOT = Path(__file__).resolve().parents[2]
 EXT = importlib.machinery.EXTENSION_SUFFIXES[0]
 NAME = f"kspark-{importlib.metadata.version('kspark')}"
