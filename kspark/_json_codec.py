@@ -1,5 +1,6 @@
 """JSON text as the ``Json`` serde writes and reads it: compact separators, CPython's C encoder
-built once, and msgspec's decoder for what it decodes as Python's does."""
+built once, msgspec's encoder for the values it writes as Python's does, and msgspec's decoder
+for what it decodes as Python's does."""
 
 from __future__ import annotations
 
@@ -41,3 +42,49 @@ def json_text(value: Any) -> str:
     if ONE_SHOT is None:
         return ENCODER.encode(value)
     return "".join(ONE_SHOT(value, 0))
+
+
+#: msgspec's encoder: the bytes ``json_text`` gives for a value :func:`_msgspec_writes_alike`
+#: accepts, whenever those bytes are ASCII without DEL (msgspec writes other characters as they
+#: are, Python's encoder escapes them)
+_FAST_ENCODE = msgspec.json.Encoder().encode
+#: deeper values go Python's way (which also reports a cyclic value)
+_MAX_DEPTH = 32
+
+
+def _msgspec_writes_alike(value: object, depth: int) -> bool:
+    """Whether msgspec writes ``value`` as Python's encoder does, ASCII aside: exactly dicts
+    with str keys, lists, tuples, str, int, bool, None, and floats written without an exponent
+    (zero, or 1e-4 <= abs < 1e16, where both write the shortest repr); subclasses, other types
+    (which msgspec may write and Python refuses) and other floats (exponents, NaN and the
+    infinities are written otherwise) are not."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if isinstance(value, float) and kind is float:
+        size = abs(value)
+        return size == 0.0 or 1e-4 <= size < 1e16
+    if depth >= _MAX_DEPTH:
+        return False
+    if isinstance(value, dict) and kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not _msgspec_writes_alike(item, depth + 1):
+                return False
+        return True
+    if isinstance(value, list | tuple) and (kind is list or kind is tuple):
+        return all(_msgspec_writes_alike(item, depth + 1) for item in value)
+    return False
+
+
+def fast_json_bytes(value: object) -> bytes | None:
+    """``json_text(value).encode()`` written by msgspec when that gives the same bytes; ``None``
+    when it may not (the caller then writes it Python's way)."""
+    if not _msgspec_writes_alike(value, 0):
+        return None
+    try:
+        out: bytes = _FAST_ENCODE(value)
+    except Exception:  # a lone surrogate: Python's encoder escapes it
+        return None
+    if out.isascii() and 127 not in out:
+        return out
+    return None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from mypy_extensions import mypyc_attr
 
 from kspark._duration import whole
-from kspark._json_codec import DECODER, FAST_DECODE, ONE_SHOT, json_text
+from kspark._json_codec import DECODER, FAST_DECODE, ONE_SHOT, fast_json_bytes, json_text
 from kspark.errors import SerializationError
 from kspark.record_columns import WindowedKeys
 from kspark.windows import Window, Windowed
@@ -272,7 +272,8 @@ class Json(Serde):
         return type(self) is Json  # a subclass may deserialize otherwise
 
     def _serialize(self, value: Any) -> bytes:
-        return json_text(value).encode("utf-8")
+        written = fast_json_bytes(value)
+        return json_text(value).encode("utf-8") if written is None else written
 
     def _deserialize(self, data: bytes) -> Any:
         return DECODER.decode(data.decode("utf-8"))
@@ -281,11 +282,14 @@ class Json(Serde):
         encode = ONE_SHOT
         if type(self) is not Json or encode is None:
             return self.serialize
-        general = self.serialize
+        general, fast = self.serialize, fast_json_bytes
 
         def serialize(value: Any) -> bytes | None:
             if value is None:
                 return None
+            written = fast(value)  # msgspec's bytes where they are Python's encoder's
+            if written is not None:
+                return written
             try:
                 return "".join(encode(value, 0)).encode("utf-8")
             except Exception:

@@ -123,10 +123,14 @@ def test_an_out_of_date_build_runs_pure_python_with_one_warning(tmp_path):
     assert warning.startswith("1 kspark runs pure Python: its compiled modules are out of date")
 
 
-def test_value_types_behave_the_same_as_pure_python():
-    # Record, Window and Windowed get an __init__ of their own in pure Python (kspark.frozen)
-    test = "test_fast_paths.py::test_records_and_windows_behave_as_frozen_dataclasses"
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", test],
+def test_value_types_and_json_writing_behave_the_same_as_pure_python():
+    # Record, Window and Windowed get an __init__ of their own in pure Python (kspark.frozen);
+    # the Json serde's choice between msgspec and Python's encoder is compiled code
+    tests = [f"test_fast_paths.py::{name}" for name in (
+        "test_records_and_windows_behave_as_frozen_dataclasses",
+        "test_the_json_serde_writes_exactly_what_python_writes",
+        "test_the_json_serde_takes_msgspec_for_plain_values_only")]
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *tests],
                             capture_output=True, text=True, cwd=Path(__file__).parent,
                             timeout=120, check=False, env={**os.environ, compiled.PURE_PYTHON: "1"})
     assert result.returncode == 0, result.stdout[-3000:]  # 0: collected, ran and passed

@@ -5,16 +5,23 @@ against ``heapq.merge``, and the value types' own constructors against a datacla
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import decimal
+import enum
+import functools
 import heapq
+import json
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kspark import serdes
+from kspark._json_codec import fast_json_bytes
 from kspark.errors import SerializationError
 from kspark.records import KeyValue, Record
 from kspark.state import InMemoryKeyValueStore
@@ -85,6 +92,84 @@ def test_each_deserializer_equals_deserialize(data):
         assert repr(fast) == repr(general), serde
         assert type(fast) is type(general)
 
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+#: values where msgspec's encoder and Python's part: floats at the bounds of exponent notation
+#: and past them, NaN and the infinities, DEL and non-ASCII text, subclasses of JSON's types,
+#: keys that are not str, numpy scalars, types only msgspec writes, values nested past the
+#: fast path's depth
+WRITE_EDGES = st.one_of(
+    st.sampled_from([1e-4, 9.99e-5, 1e16, 9999999999999998.0, -1e16, 5e-324, 1.7976931348623157e308,
+                     -0.0, 0.0, math.nan, math.inf, -math.inf]),
+    st.floats(min_value=1e-6, max_value=1e-3) | st.floats(min_value=1e15, max_value=1e17),
+    st.text(alphabet=st.sampled_from("a\x7f\x00\x1f\"\\/é中\U0001f600"), max_size=4),
+    st.sampled_from([_Level.LOW, np.int64(3), np.float64(0.5), np.bool_(True),
+                     collections.OrderedDict(a=1), decimal.Decimal("1.5"), b"x", {1, 2},
+                     frozenset(), bytearray(b"y")]),
+    st.integers(-(2**80), 2**80),
+    st.sampled_from(["\x7f", "a\x7fb", "\u00e9", "\ud800", "\x00\n"]),
+)
+
+
+def _nested(depth: int, value: Any) -> Any:
+    return functools.reduce(lambda inner, _: [inner], range(depth), value)
+
+
+WRITE_VALUES = st.recursive(
+    WRITE_EDGES | JSON_LEAVES | st.builds(_nested, st.integers(30, 36), JSON_LEAVES),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 3), st.booleans(),
+                                  st.none(), st.floats(0, 2)), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+def _python_json(value: Any) -> Any:
+    """What Python's encoder writes (numpy's scalars as the Python values they hold), or that
+    it refuses ``value``."""
+    def plain(item: Any) -> Any:
+        if isinstance(item, np.generic):
+            return item.tolist()
+        raise TypeError(type(item).__name__)
+    try:
+        return json.dumps(value, separators=(",", ":"), default=plain).encode()
+    except (TypeError, ValueError, RecursionError):
+        return "refused"
+
+
+@PROPS
+@given(WRITE_VALUES.filter(lambda v: v is not None))
+@example(_nested(34, 1.5))
+@example({"a": 1, "b": [1.5, "x"], "c": None, "d": True})
+def test_the_json_serde_writes_exactly_what_python_writes(value):
+    """The Json serde writes with msgspec where that gives Python's bytes and with Python's
+    encoder elsewhere: every value written as ``json.dumps`` writes it, refused where it is."""
+    expected = _python_json(value)
+    json_serde = serdes.Json()
+    for write in (json_serde.serialize, json_serde.serializer()):
+        try:
+            got = write(value)
+        except SerializationError:
+            got = "refused"
+        assert got == expected
+
+
+def test_the_json_serde_takes_msgspec_for_plain_values_only():
+    """The fast path is taken (so the property test above checks it) for plain values, and
+    declined where msgspec would write otherwise."""
+    assert fast_json_bytes({"id": 1, "ad": "ad-1", "xs": [0.5, None, True], "t": (1, "a")}) == \
+        b'{"id":1,"ad":"ad-1","xs":[0.5,null,true],"t":[1,"a"]}'
+    for declined in ({"a": 1e16}, {"a": "\x7f"}, {"a": "é"}, {1: 2}, {"a": math.nan},
+                     collections.OrderedDict(a=1), [_Level.LOW], {"a": {1, 2}},
+                     _nested(40, 1), "\ud800"):
+        assert fast_json_bytes(declined) is None, declined
 
 def test_a_subclass_or_a_serde_of_its_own_gets_its_own_methods():
     class Upper(serdes.String):
