@@ -196,6 +196,7 @@ def register_data_sources(spark: Any) -> None:
     if spark in _REGISTERED:
         return
     from kspark.spark.internals.file_source import FileRangeSource, FileSource
+    from kspark.spark.internals.kafka_ranges import KafkaRangeSource
     from kspark.spark.internals.kafka_source import KafkaSource
     from kspark.spark.internals.tick_source import TickSource
 
@@ -203,4 +204,5 @@ def register_data_sources(spark: Any) -> None:
     spark.dataSource.register(FileRangeSource)
     spark.dataSource.register(TickSource)
     spark.dataSource.register(KafkaSource)
+    spark.dataSource.register(KafkaRangeSource)
     _REGISTERED.add(spark)

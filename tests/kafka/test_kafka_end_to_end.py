@@ -140,6 +140,7 @@ def test_a_restart_resumes_from_the_checkpoint_offsets(spark, app_dir, bootstrap
         int(stop) - int(json.loads(p["sources"][0]["startOffset"])[topic][part])
         for p in progress
         for topic, parts in json.loads(p["sources"][0]["endOffset"]).items()
+        if not topic.startswith("@")  # "@latest": the partitions' ends when it was taken
         for part, stop in parts.items()
     )
     assert planned == len(clicks) - half

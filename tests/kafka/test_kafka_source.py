@@ -208,3 +208,46 @@ def test_records_deleted_before_they_were_read_stop_or_are_skipped_and_counted(
     assert len(rows) == 80 - 5
     offsets = sorted(r.offset for r in rows if r.partition == 0)
     assert offsets[read[0]] == read[0] + 5  # the first record after the deleted ones
+
+
+def test_range_rows_are_made_on_the_driver_capped_with_the_latest_offsets_they_carry(
+        spark, app_dir, bootstrap, topic):
+    """``kspark_kafka_ranges`` (what kspark's queries read Kafka through): one range row per
+    partition and micro-batch, the ranges contiguous and capped per trigger, each end offset
+    carrying the partitions' end offsets for the query's lag and caught-up checks."""
+    from kspark.spark.internals.kafka_ranges import LATEST
+    from kspark.spark.internals.progress import _caught_up, source_lag
+
+    create(bootstrap, topic, 4)
+    parts = produce(bootstrap, topic, _records(200))
+    reader = spark.readStream.format("kspark_kafka_ranges")
+    for key, value in {"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+                       "kspark.topic": "clicks", "maxOffsetsPerTrigger": "60"}.items():
+        reader = reader.option(key, value)
+    query = (reader.load().writeStream.format("memory").queryName("src_ranges")
+             .option("checkpointLocation", os.path.join(app_dir, "src_ranges")).start())
+    try:
+        query.processAllAvailable()
+        progress = query.recentProgress
+    finally:
+        query.stop()
+    rows = _rows(spark, "src_ranges")
+    assert {r.kind for r in rows} == {"file"} and {r.topic for r in rows} == {"clicks"}
+    ranges = sorted(tuple(json.loads(bytes(r.key))["range"]) for r in rows)
+    for p in range(4):  # each partition's ranges follow one another from 0 to its end
+        mine = [(start, end) for t, q, start, end in ranges if q == p and t == topic]
+        assert [s for s, _ in mine] == [0, *[e for _, e in mine[:-1]]][:len(mine)]
+        assert (mine[-1][1] if mine else 0) == parts.count(p)
+    batches = [p for p in progress if p["numInputRows"]]
+    assert len(batches) >= 4
+    latest = {topic: {str(p): parts.count(p) for p in range(4)}}
+    for batch in batches:
+        source = batch["sources"][0]
+        end = json.loads(source["endOffset"])
+        assert end[LATEST] == latest
+        start = json.loads(source["startOffset"] or "null") or {}  # none: the first batch
+        taken = sum(end[topic].values()) - sum(start.get(topic, {}).values())
+        assert 0 < taken <= 60
+        assert source_lag(batch) == 200 - sum(end[topic].values())
+    assert not _caught_up(batches[0]["sources"][0])
+    assert _caught_up(batches[-1]["sources"][0])

@@ -29,3 +29,15 @@ def test_a_source_with_a_latest_offset_caught_up_at_it():
     assert not _caught_up(behind)
     assert source_lag({"sources": [behind]}) == 4
     assert _caught_up(entry('{"clicks": {"0": 9}}', '{"clicks": {"0": 9}}', rows=4))
+
+
+def test_kafka_range_rows_carry_their_latest_offsets_in_the_end_offset():
+    # Spark asks the range rows' simple reader for no latest offset (null in the progress)
+    behind = entry('{"clicks": {"0": 5, "1": 2}, "@skipped": 3, '
+                   '"@latest": {"clicks": {"0": 9, "1": 2}}}', rows=2)
+    assert not _caught_up(behind)
+    assert source_lag({"sources": [behind]}) == 4
+    done = entry('{"clicks": {"0": 9, "1": 2}, "@skipped": 3, '
+                 '"@latest": {"clicks": {"0": 9, "1": 2}}}', rows=2)
+    assert _caught_up(done)
+    assert source_lag({"sources": [done]}) == 0

@@ -34,8 +34,9 @@ def kafka_stage_options(spark: Any, location: KafkaTopic, topic: str, in_stage: 
 
 
 def kafka_ranges_frame(spark: Any, options: dict[str, str]) -> Any:
-    """The range rows of a Kafka topic (options of :func:`kafka_stage_options`)."""
-    reader = spark.readStream.format("kspark_kafka")
+    """The range rows of a Kafka topic (options of :func:`kafka_stage_options`), made on the
+    driver (:mod:`~kspark.spark.internals.kafka_ranges`)."""
+    reader = spark.readStream.format("kspark_kafka_ranges")
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load()

@@ -20,7 +20,8 @@ With the option ``kspark.read_in_stage`` (set by kspark for its own queries) the
 record: it gives one *range row* per partition range of the micro-batch (kspark's row layout,
 topic named by ``kspark.topic``), and the stage whose task owns that partition reads the range
 itself (:func:`read_range_batch`), so the records cross neither Spark's Arrow conversion of the
-source nor its shuffle.
+source nor its shuffle. kspark's queries take those rows from ``kspark_kafka_ranges``
+(:mod:`~kspark.spark.internals.kafka_ranges`), which makes them on the driver.
 """
 
 from __future__ import annotations
@@ -131,10 +132,12 @@ def encode_offsets(offsets: dict[TP, int], skipped: int = 0) -> dict[str, Any]:
 
 
 def decode_offsets(data: dict[str, Any]) -> dict[TP, int]:
+    """The partitions' offsets in ``data`` (keys from ``@``, which no topic name has, are
+    other facts: :data:`SKIPPED`, ``kafka_ranges.LATEST``)."""
     return {
         (topic, int(p)): int(o)
         for topic, parts in data.items()
-        if topic != SKIPPED
+        if not topic.startswith("@")
         for p, o in parts.items()
     }
 

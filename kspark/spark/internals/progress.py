@@ -7,6 +7,8 @@ import time
 from datetime import datetime
 from typing import Any
 
+from kspark.spark.internals.kafka_ranges import LATEST
+from kspark.spark.internals.kafka_source import SKIPPED
 from kspark.spark.internals.tick_source import TICK_OFFSET
 
 
@@ -41,14 +43,24 @@ def _is_tick_source(source: dict[str, Any]) -> bool:
     return isinstance(end, dict) and len(end) == 1 and type(end.get(TICK_OFFSET)) is int
 
 
+def _latest_and_end(source: dict[str, Any]) -> tuple[Any, Any]:
+    """A source's latest and end offsets; for Kafka's range rows, which Spark asks for no
+    latest offset, the latest its end offset carries (``kafka_ranges.LATEST``)."""
+    latest, end = _offsets(source, "latestOffset"), _offsets(source, "endOffset")
+    if latest is None and isinstance(end, dict) and isinstance(end.get(LATEST), dict):
+        skipped = {k: v for k, v in end.items() if k == SKIPPED}
+        return {**end[LATEST], **skipped}, {k: v for k, v in end.items() if k != LATEST}
+    return latest, end
+
+
 def _caught_up(source: dict[str, Any]) -> bool:
     """Whether a source's progress shows nothing left after the batch's end offset; a source
     that reports no latest offset (Spark's simple stream readers, e.g. the file range rows)
     has caught up once a micro-batch read nothing from it."""
-    latest = _offsets(source, "latestOffset")
+    latest, end = _latest_and_end(source)
     if latest is None:
         return not source.get("numInputRows")
-    return bool(latest == _offsets(source, "endOffset"))
+    return bool(latest == end)
 
 
 def _parse_time(text: str) -> float:
@@ -61,7 +73,7 @@ def source_lag(progress: dict[str, Any]) -> int | None:
     offsets per partition) or files (file sources), summed; ``None`` if no source says."""
     total, known = 0, False
     for source in progress.get("sources", []):
-        latest, end = _offsets(source, "latestOffset"), _offsets(source, "endOffset")
+        latest, end = _latest_and_end(source)
         if not isinstance(latest, dict) or not isinstance(end, dict):
             continue
         for name, value in latest.items():
