@@ -266,7 +266,11 @@ class StreamsApp:
         if self._query is not None:
             raise StreamsError(f"StreamsApp {self.application_id!r} is already started")
         self._plan = None
-        from kspark.spark.internals.batch_writer import BatchWriter, read_figures
+        from kspark.spark.internals.batch_writer import (
+            BatchWriter,
+            read_figures,
+            with_partition_writers,
+        )
         from kspark.spark.internals.jvm_stderr import quiet_jvm_console
         from kspark.spark.internals.warm_up import start_python_workers
         from kspark.spark.session import configure_session, is_connect
@@ -301,7 +305,7 @@ class StreamsApp:
                               None if connect else self._run_id)
         self._connect = connect
         writer = (
-            frame.writeStream.foreachBatch(batches)
+            with_partition_writers(frame, sinks).writeStream.foreachBatch(batches)
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
             .queryName(query_name)
         )

@@ -115,6 +115,50 @@ def test_a_task_moves_its_buckets_between_its_value_and_the_map_state(spark, tmp
         assert app.store(name).all() == expected[name], name
 
 
+def test_a_large_task_value_is_stored_compressed_and_read_back(spark, tmp_path):
+    """A task value holding its buckets is written compressed once it is long; the next
+    micro-batch resumes from it, and the stores read as the driver's after the same input."""
+    from kspark.spark.internals.query import StateReader, latest_committed_batch, load_app_info
+
+    records = events(3000, seed=11, users=2000)
+    source = io.memory(serdes.String(), serdes.Json(), partitions=2, max_files_per_trigger=1)
+    source.send_all(records, per_file=1500)
+    checkpoint = str(tmp_path / "compressed")
+    app = StreamsApp(counter_topology(), "compressed", {EVENTS: source}, spark=spark,
+                     checkpoint_dir=checkpoint, config={"state.buckets": 4})
+    app.start()
+    try:
+        app.process_all_available()
+    finally:
+        app.stop()
+    reader = StateReader(spark, checkpoint, load_app_info(checkpoint))
+    batch = latest_committed_batch(reader.query_dir, spark)
+    assert batch == 1
+    raw = [bytes(blob) for op in range(2)
+           for (blob,) in reader.task_rows(op, batch).select("value.blob").collect()]
+    assert len(raw) == 4 and all(value.startswith(b"KSPI\x02") for value in raw), \
+        [value[:5] for value in raw]
+    expected, _ = run_driver(counter_topology(), records)
+    for name in (COUNTS, TOTALS, SESSIONS):
+        assert app.store(name).all() == expected[name], name
+
+
+def test_task_values_of_every_format_read_back():
+    """A task value: the task state alone, with its buckets, or with its buckets compressed
+    (long ones); each reads back as written."""
+    from kspark.spark.internals.stage import COMPRESS_FROM, pack_task_value, unpack_task_value
+
+    meta = b"\x80task-state"
+    assert unpack_task_value(meta) == (meta, None)
+    small = {("counts", 0): b"\x80" + b"a" * 10}
+    assert pack_task_value(meta, small).startswith(b"KSPI\x01")
+    assert unpack_task_value(pack_task_value(meta, small)) == (meta, small)
+    large = {("counts", b): bytes(range(256)) * (COMPRESS_FROM // 512) for b in range(4)}
+    packed = pack_task_value(meta, large)
+    assert packed.startswith(b"KSPI\x02") and len(packed) < COMPRESS_FROM
+    assert unpack_task_value(packed) == (meta, large)
+
+
 def test_an_app_that_never_ran_has_empty_stores(spark, app_dir):
     app = StreamsApp(counter_topology(), "idle", {EVENTS: io.memory()}, spark=spark,
                      checkpoint_dir=os.path.join(app_dir, "never-started"))

@@ -64,17 +64,32 @@ def observe_e2e_latency(metrics: Metrics, topic: str, rows: pa.Table) -> None:
     metrics.observe_min(f"e2e-latency:{topic}", bounds["min"])
 
 
-def write_in_tasks(writers: Writers, batch_id: int, run: str
+#: the local properties of a micro-batch's Spark jobs naming the batch and the query (Spark's
+#: ``MicroBatchExecution.BATCH_ID_KEY`` and ``StreamExecution.QUERY_ID_KEY``)
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+
+
+def write_in_tasks(writers: Writers
                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A ``mapInArrow`` function over the stages' output rows that writes each Spark
-    partition's records of the ``writers``' topics from its task and passes on the other rows,
-    with a ``metrics`` row of what it wrote."""
+    """A ``mapInArrow`` function over the stages' output rows, part of the app's streaming
+    query, that writes each Spark partition's records of the ``writers``' topics from its task
+    and passes on the other rows, with a ``metrics`` row of what it wrote. The micro-batch and
+    its run (the query's id) are the task's: Spark gives them to a micro-batch's jobs."""
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        partition = context.partitionId() if context is not None else 0
+        batch = run = None
+        if context is not None:
+            batch = context.getLocalProperty(BATCH_ID_PROPERTY)
+            run = context.getLocalProperty(QUERY_ID_PROPERTY)
+        if context is None or batch is None or run is None:
+            raise StreamsError("kspark's sink writer runs only in a task of a micro-batch of "
+                               "a streaming query (Spark names the batch and the query there)")
+        batch_id = int(batch)
+        partition = context.partitionId()
         for writer, _ in writers:  # while the stage computes the records
             writer.begin(batch_id, run, partition)
         metrics = Metrics()

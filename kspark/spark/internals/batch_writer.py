@@ -24,6 +24,17 @@ Report = Callable[[dict[str, Metrics], float], None]
 FIGURES_DIR = "figures"
 
 
+def with_partition_writers(frame: Any, sinks: dict[str, TopicLocation]) -> Any:
+    """The app's streaming ``frame`` of output rows with its sinks' partition writers applied
+    in its last stage's tasks (a ``mapInArrow`` of
+    :func:`~kspark.spark.internals.batch_output.write_in_tasks`), if it has any."""
+    from kspark.spark.internals.batch_output import partition_writers, write_in_tasks
+    from kspark.spark.internals.wire import ROW_DDL
+
+    writers = partition_writers(sinks)
+    return frame.mapInArrow(write_in_tasks(writers), ROW_DDL) if writers else frame
+
+
 class BatchWriter:
     """Writes the micro-batches of the query named ``query_name`` to ``sinks``."""
 
@@ -42,17 +53,12 @@ class BatchWriter:
         return {**vars(self), "report": None, "run_id": None}
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        from kspark.spark.internals.batch_output import (
-            partition_writers,
-            write_batch,
-            write_in_tasks,
-        )
-        from kspark.spark.internals.wire import ROW_DDL
+        from kspark.spark.internals.batch_output import partition_writers, write_batch
 
         run = self.run_id() if self.run_id is not None else self._query_id()
+        # the executors wrote these sinks in the query (``with_partition_writers``); the
+        # driver gets the rest
         writers = partition_writers(self.sinks)
-        if writers:  # the executors write these sinks; the driver gets the rest
-            frame = frame.mapInArrow(write_in_tasks(writers, batch_id, run), ROW_DDL)
         began = time.monotonic()
         figures = write_batch(frame.toArrow(), batch_id, self.sinks, writers, run)
         took_ms = (time.monotonic() - began) * 1000

@@ -183,11 +183,15 @@ class StateReader:
             .load(self.query_dir)
         )
 
+    def task_rows(self, operator: int, batch: int) -> Any:
+        """The ValueState ``task`` of an operator's tasks (Spark's ``statestore`` rows)."""
+        return self._reader(operator, "task", batch)
+
     def task_values(self, operator: int, batch: int
                      ) -> dict[int, tuple[bytes, dict[tuple[str, int], bytes] | None]]:
         """Each task's state and the buckets its value holds (``None``: in the MapState), by
         partition."""
-        rows = self._reader(operator, "task", batch).select("key.task_group", "value.blob")
+        rows = self.task_rows(operator, batch).select("key.task_group", "value.blob")
         return {self._task(g): unpack_task_value(bytes(blob)) for g, blob in rows.collect()}
 
     def task_metas(self, operator: int, batch: int) -> dict[int, dict[str, Any]]:

@@ -21,6 +21,7 @@ Task state in Spark state, per task (the grouping key is a value ``v`` with
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import pickle
 from collections.abc import Iterator
@@ -105,23 +106,46 @@ def _load_topology(blob: bytes, digest: str) -> Any:
 #: the start of a task value that holds the task's buckets too (a pickled task state starts
 #: with pickle's protocol byte ``0x80``)
 _INLINE = b"KSPI\x01"
+#: the start of such a value compressed with zstd (then the length of what it holds)
+_INLINE_ZSTD = b"KSPI\x02"
 _LENGTH = 8
+#: task values at least this long are compressed (Spark's state server copies a binary value
+#: to its Python worker byte by byte: a smaller value is read faster)
+COMPRESS_FROM = 16 << 10
+
+
+@functools.cache
+def _zstd() -> Any:
+    import pyarrow as pa
+
+    return pa.Codec("zstd", compression_level=1)
 
 
 def pack_task_value(meta: bytes, buckets: dict[tuple[str, int], bytes]) -> bytes:
-    """The ValueState ``task`` holding the task state ``meta`` and every bucket's blob."""
-    return b"".join((_INLINE, len(meta).to_bytes(_LENGTH, "big"), meta,
+    """The ValueState ``task`` holding the task state ``meta`` and every bucket's blob
+    (compressed when long)."""
+    body = b"".join((len(meta).to_bytes(_LENGTH, "big"), meta,
                      pickle.dumps(buckets, protocol=5)))
+    if len(body) < COMPRESS_FROM:
+        return _INLINE + body
+    return b"".join((_INLINE_ZSTD, len(body).to_bytes(_LENGTH, "big"),
+                     _zstd().compress(body, asbytes=True)))
 
 
 def unpack_task_value(value: bytes) -> tuple[bytes, dict[tuple[str, int], bytes] | None]:
     """The task state of a ValueState ``task`` and the buckets it holds (``None``: they are in
     the MapState ``buckets``)."""
-    if not value.startswith(_INLINE):
+    head = len(_INLINE)
+    if value.startswith(_INLINE_ZSTD):
+        size = int.from_bytes(value[head:head + _LENGTH], "big")
+        body = memoryview(_zstd().decompress(memoryview(value)[head + _LENGTH:],
+                                             decompressed_size=size, asbytes=True))
+    elif value.startswith(_INLINE):
+        body = memoryview(value)[head:]
+    else:
         return value, None
-    start = len(_INLINE) + _LENGTH
-    end = start + int.from_bytes(value[len(_INLINE):start], "big")
-    return value[start:end], pickle.loads(value[end:])
+    end = _LENGTH + int.from_bytes(body[:_LENGTH], "big")
+    return bytes(body[_LENGTH:end]), pickle.loads(body[end:])
 
 
 class SparkTaskState:
