@@ -193,3 +193,41 @@ def test_a_batch_written_in_chunks_is_one_transaction_taken_chunk_by_chunk(boots
     assert taken == [0, 20, 40]
     writer.close()
     assert _values(bootstrap, out) == sorted(value for _, value, *_ in rows)
+
+
+def test_a_stream_of_records_is_produced_as_it_comes_in_one_transaction(bootstrap, out):
+    """``commit_stream`` produces each chunk before it asks for the next (what a stage computes
+    later is not waited for), all in one transaction; an error of the stream itself aborts the
+    transaction and comes out as it is, and the batch can then be written whole."""
+    rows = _batch(0, n=60)
+    events = []
+    writer = _writer(bootstrap, out)
+    produce = writer._produce
+
+    def producing(topic, records):
+        events.append(("produced", topic, len(records)))
+        return produce(topic, records)
+
+    writer._produce = producing
+
+    def stream(fail=False):
+        for start in range(0, len(rows), 20):
+            events.append(("taken", start))
+            yield out, rows[start:start + 20]
+            if fail and start == 20:
+                raise ValueError("the stage failed")
+
+    with pytest.raises(ValueError, match="the stage failed"):
+        writer.commit_stream("run-1", 0, stream(fail=True))
+    assert events == [("taken", 0), ("produced", out, 20), ("taken", 20), ("produced", out, 20)]
+    assert _values(bootstrap, out) == []  # aborted
+    events.clear()
+    assert writer.commit_stream("run-1", 0, stream()) == 60
+    assert events[:4] == [("taken", 0), ("produced", out, 20), ("taken", 20),
+                          ("produced", out, 20)]
+    assert events[-1][:2] == ("produced", marker_topic(out))
+    assert _values(bootstrap, out) == sorted(value for _, value, *_ in rows)
+    events.clear()
+    assert writer.commit_stream("run-1", 0, stream()) == 0  # a replay: taken, not written
+    assert [e[0] for e in events] == ["taken"] * 3
+    writer.close()
