@@ -300,7 +300,12 @@ def _output_columns(rng: random.Random, task: str, n: int) -> dict[str, np.ndarr
 
 
 def test_packed_output_expands_to_each_topics_records_in_order():
-    from kspark.spark.internals.wire import pack_output, unpack_output
+    from kspark.spark.internals.wire import (
+        KIND_CHANGELOG,
+        KIND_PACKED_CHANGELOG,
+        pack_output,
+        unpack_output,
+    )
 
     rng = random.Random(5)
     tasks = [_output_columns(rng, f"0_{t}", 60) for t in range(3)]
@@ -316,6 +321,9 @@ def test_packed_output_expands_to_each_topics_records_in_order():
     packed = table(packed_parts)
     packed_topics = [r["topic"] for r in packed.to_pylist() if r["kind"] == KIND_PACKED]
     assert sorted(packed_topics) == sorted(["sink-a", "sink-b"] * 3)
+    changelogs = [r["topic"] for r in packed.to_pylist() if r["kind"] == KIND_PACKED_CHANGELOG]
+    assert changelogs == ["app-store-changelog"] * 3
+    assert not any(r["kind"] == KIND_CHANGELOG for r in packed.to_pylist())
     assert packed.num_rows < len(plain) / 2
     expanded = unpack_output(packed).to_pylist()
     assert sorted(map(repr, expanded)) == sorted(map(repr, plain))

@@ -36,6 +36,8 @@ KIND_FILE = "file"
 KIND_TICK = "tick"
 KIND_CHANGELOG = "changelog"
 KIND_METRICS = "metrics"
+#: a row carrying a task's changelog records of one topic (as ``packed`` its sink records)
+KIND_PACKED_CHANGELOG = "packed-changelog"
 #: kinds of row that carry or stand for records of a source topic
 RECORD_KINDS = (KIND_RECORD, KIND_PACKED, KIND_FILE)
 
@@ -303,29 +305,32 @@ _OUTPUT_HEADERS = _OUTPUT_PACKED.append(pa.field(HEADERS, pa.binary()))
 
 def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
     """A task's output rows with the records of each topic no stage reads (the app's sinks)
-    packed into one ``packed`` row: Arrow IPC bytes in ``key`` (columns key, value, timestamp,
-    partition, offset). Spark then converts a row per topic and task
-    instead of one per result; the driver expands them in place (:func:`unpack_output`), so
-    each sink gets its records in the same order. Records of topics a stage reads stay rows,
-    grouped by their own partition."""
+    packed into one ``packed`` row, and its changelog records into one ``packed-changelog``
+    row per topic: Arrow IPC bytes in ``key`` (columns key, value, timestamp, partition,
+    offset). Spark then converts a row per topic and task instead of one per result; the
+    writers expand them in place (:func:`unpack_output`), so each sink gets its records in the
+    same order. Records of topics a stage reads stay rows, grouped by their own partition."""
     kinds, topics = columns["kind"], columns["topic"]
     if not len(kinds):
         return columns
-    records = kinds == KIND_RECORD
-    sinks = [t for t in pd.unique(topics[records]) if t is not None and t not in read_topics]
-    if not sinks:
+    groups = []
+    for kind, packed_kind in ((KIND_RECORD, KIND_PACKED), (KIND_CHANGELOG, KIND_PACKED_CHANGELOG)):
+        rows = kinds == kind
+        groups += [(rows, t, packed_kind) for t in pd.unique(topics[rows])
+                   if t is not None and t not in read_topics]
+    if not groups:
         return columns
     keep = np.ones(len(kinds), dtype=bool)
     packed: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
     has_headers = pd.notna(columns["headers"])
-    for topic in sinks:
-        idx = np.flatnonzero(records & (topics == topic))
+    for rows, topic, packed_kind in groups:
+        idx = np.flatnonzero(rows & (topics == topic))
         keep[idx] = False
         schema = _OUTPUT_HEADERS if has_headers[idx].any() else _OUTPUT_PACKED
         batch = pa.RecordBatch.from_arrays(
             [pa.array(columns[f.name][idx], f.type) for f in schema], schema=schema)
         first = int(idx[0])
-        for name, value in (("kind", KIND_PACKED), ("topic", str(topic)),
+        for name, value in (("kind", packed_kind), ("topic", str(topic)),
                             ("key", ipc_bytes(batch)), ("value", None),
                             ("timestamp", -1), ("partition", columns["partition"][first]),
                             ("offset", columns["offset"][first]),
@@ -342,19 +347,21 @@ def unpack_output(table: pa.Table) -> pa.Table:
     where it stands, by the records it carries."""
     import pyarrow.compute as pc
 
-    flags = pc.fill_null(pc.equal(table.column("kind"), KIND_PACKED), False)
+    packed_kinds = pa.array([KIND_PACKED, KIND_PACKED_CHANGELOG])
+    flags = pc.fill_null(pc.is_in(table.column("kind"), value_set=packed_kinds), False)
     at = np.flatnonzero(flags.to_numpy(zero_copy_only=False))
     if not len(at):
         return table
     pieces, prev = [], 0
-    topics, blobs, tasks = (table.column(c) for c in ("topic", "key", "task"))
+    kinds, topics, blobs, tasks = (table.column(c) for c in ("kind", "topic", "key", "task"))
     for row in at.tolist():
         if row > prev:
             pieces.append(table.slice(prev, row - prev))
         inner = pa.ipc.open_stream(blobs[row].as_py()).read_all()
         n = inner.num_rows
+        kind = KIND_RECORD if kinds[row].as_py() == KIND_PACKED else KIND_CHANGELOG
         pieces.append(pa.table({
-            "kind": repeated(KIND_RECORD, pa.string(), n),
+            "kind": repeated(kind, pa.string(), n),
             "topic": repeated(topics[row].as_py(), pa.string(), n),
             **{name: inner.column(name) for name in _OUTPUT_PACKED.names},
             "task": repeated(tasks[row].as_py(), pa.string(), n),
