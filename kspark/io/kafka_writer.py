@@ -10,8 +10,7 @@ a restart) writes nothing. The driver sees only the counters.
 from __future__ import annotations
 
 import contextlib
-import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -68,21 +67,13 @@ class KafkaPartitionWriter(PartitionWriter):
 
     def write(self, batch_id: int, run: str, partition: int, tables: Mapping[str, Any]
               ) -> dict[str, int]:
-        return self.write_stream(batch_id, run, partition, tables.items())
-
-    def write_stream(self, batch_id: int, run: str, partition: int,
-                     tables: Iterable[tuple[str, Any]]) -> dict[str, int]:
-        """Produces each table's records as it comes, in the partition's transaction."""
-        items = iter(tables)
-        first = next(items, None)
-        if first is None:  # nothing to write (:meth:`end` releases what was opened)
-            return {}
         opened, self._opened = self._opened, None
         writer = self._writer(partition) if opened is None else opened.result()
         try:
-            count = writer.commit_stream(run, batch_id, (
-                (self.names[topic], rows) for topic, table in itertools.chain([first], items)
-                for rows in sink_row_chunks(table)))
+            count = writer.write(run, batch_id, {
+                self.names[topic]: sink_row_chunks(table) for topic, table in tables.items()
+                if table.num_rows
+            })
         finally:
             writer.close()
         return {

@@ -5,7 +5,7 @@ of the application that uses it."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
@@ -50,21 +50,6 @@ class PartitionWriter(ABC):
         of query run ``run`` (``tables``: topic -> non-empty Arrow table of key, value,
         timestamp and partition, and headers with :attr:`takes_headers`). A replayed partition
         must not be written twice. Returns counters for the application's metrics."""
-
-    def write_stream(self, batch_id: int, run: str, partition: int,
-                     tables: Iterable[tuple[str, Any]]) -> dict[str, int]:
-        """:meth:`write` of ``tables`` given as they come, ``(topic, non-empty Arrow table)``
-        pairs (a topic may come more than once). A writer that can writes what comes while
-        the rest is computed; this one gathers them all first. Consumes ``tables`` whole."""
-        import pyarrow as pa
-
-        gathered: dict[str, list[Any]] = {}
-        for topic, table in tables:
-            gathered.setdefault(topic, []).append(table)
-        if not gathered:
-            return {}
-        return self.write(batch_id, run, partition,
-                          {topic: pa.concat_tables(parts) for topic, parts in gathered.items()})
 
     def begin(self, batch_id: int, run: str, partition: int) -> None:  # noqa: B027 (optional hook)
         """In an executor, when the task of ``partition`` starts and before its records are

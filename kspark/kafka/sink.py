@@ -20,11 +20,10 @@ a new run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kspark.errors import StreamsError
@@ -152,14 +151,6 @@ class TransactionalWriter:
         """Whether batch ``batch_id`` of query run ``run`` was committed before."""
         return self._marker["run"] == run and batch_id <= self._marker["batch"]
 
-    def _skipped(self, run: str, batch_id: int) -> bool:
-        """Whether batch ``batch_id`` was committed before, counted and logged if so."""
-        if not self.written(run, batch_id):
-            return False
-        self.skipped_batches += 1
-        log.info("batch %d of run %s was committed before; skipped", batch_id, run)
-        return True
-
     def stage(self, topic: str, rows: Rows) -> None:
         """Add records to the batch being written (sent at :meth:`commit`)."""
         if rows:
@@ -174,49 +165,26 @@ class TransactionalWriter:
         """Write the staged records and the batch's marker in one transaction, unless the batch
         was committed before; returns the number of records written."""
         staged, self._staged = self._staged, {}
-        if not any(staged.values()):  # nothing to write
+        if not any(staged.values()):  # nothing to write (or committed already)
             return 0
         self.open()
-        if self._skipped(run, batch_id):  # (its records are not even taken)
-            return 0
-        return self.commit_stream(run, batch_id, ((topic, rows) for topic, parts in staged.items()
-                                                  for chunks in parts for rows in chunks))
-
-    def commit_stream(self, run: str, batch_id: int, rows: Iterable[tuple[str, Rows]]) -> int:
-        """Write ``rows`` (``(topic, records)`` pairs) as they come and the batch's marker in
-        one transaction, unless the batch was committed before (then ``rows`` is consumed
-        unwritten); returns the number of records written. Nothing is opened before the
-        first records come; an error of ``rows`` itself aborts the transaction and is raised
-        as it is."""
-        try:
-            return self._commit_stream(run, batch_id, _Guarded(rows))
-        except _InputFailed as failed:
-            raise failed.error from None
-
-    def _commit_stream(self, run: str, batch_id: int, items: _Guarded) -> int:
-        first = next(items, None)
-        if first is None:  # nothing to write
-            return 0
-        self.open()
-        if self._skipped(run, batch_id):
-            for _ in items:
-                pass
+        if self.written(run, batch_id):
+            self.skipped_batches += 1
+            log.info("batch %d of run %s was committed before; skipped", batch_id, run)
             return 0
         marker = {"run": run, "batch": batch_id}
         producer = self._producer
         self._errors.clear()
         try:
             producer.begin_transaction()
-            count = self._produce(*first)
-            for topic, records in items:
-                count += self._produce(topic, records)
+            count = 0
+            for topic, parts in staged.items():
+                for chunks in parts:
+                    for rows in chunks:
+                        count += self._produce(topic, rows)
             key = self.transactional_id.encode()
             self._produce(self.markers, [(key, json.dumps(marker).encode(), None, 0, None)])
             producer.commit_transaction(self.timeout)
-        except _InputFailed:
-            with contextlib.suppress(Exception):
-                producer.abort_transaction(self.timeout)
-            raise
         except Exception as exc:
             self._fail(exc, batch_id)
         self._marker = marker
@@ -283,29 +251,6 @@ class TransactionalWriter:
         if producer is not None:
             producer.flush(self.timeout)
             producer.close()
-
-
-class _InputFailed(Exception):
-    """What the records given to :meth:`TransactionalWriter.commit_stream` raised."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class _Guarded(Iterator[tuple[str, "Rows"]]):
-    """An iterator whose own errors come out as :class:`_InputFailed`."""
-
-    def __init__(self, items: Iterable[tuple[str, Rows]]) -> None:
-        self._items = iter(items)
-
-    def __next__(self) -> tuple[str, Rows]:
-        try:
-            return next(self._items)
-        except StopIteration:
-            raise
-        except Exception as exc:
-            raise _InputFailed(exc) from exc
 
 
 def fence(bootstrap_servers: str, application_id: str, partitions: int,

@@ -7,7 +7,7 @@ the app's metrics."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -93,29 +93,29 @@ def write_in_tasks(writers: Writers
         for writer, _ in writers:  # while the stage computes the records
             writer.begin(batch_id, run, partition)
         metrics = Metrics()
-        rest: list[pa.Table] = []
+        written: list[str] = []
         try:
-            if len(writers) == 1:  # its records written as they come
-                writer, names = writers[0]
-                tables = (unpack_output(pa.Table.from_batches([b], schema=ROW_ARROW))
-                          for b in batches)
-                metrics.merge(writer.write_stream(
-                    batch_id, run, partition, _sink_tables(tables, writer, names, metrics, rest)))
-            else:
-                table = unpack_output(pa.Table.from_batches(list(batches), schema=ROW_ARROW))
-                for writer, names in writers:
-                    mine = list(_sink_tables([table], writer, names, metrics, None))
-                    if mine:
-                        metrics.merge(writer.write_stream(batch_id, run, partition, mine))
-                written = pa.array([n for _, names in writers for n in names], pa.string())
-                rest.append(table.filter(pc.invert(pc.and_(
-                    _is_record(table),
-                    pc.fill_null(pc.is_in(table.column("topic"), value_set=written), False)))))
+            table = unpack_output(pa.Table.from_batches(list(batches), schema=ROW_ARROW))
+            records = _is_record(table)
+            topics = table.column("topic")
+            for writer, names in writers:
+                tables = {}
+                for name in names:
+                    rows = table.filter(pc.and_(records, pc.equal(topics, name)))
+                    if rows.num_rows:
+                        tables[name] = rows.select(
+                            [*SINK_COLUMNS, HEADERS_COLUMN] if writer.takes_headers
+                            else SINK_COLUMNS)
+                        observe_e2e_latency(metrics, name, rows)
+                if tables:
+                    metrics.merge(writer.write(batch_id, run, partition, tables))
+                written.extend(names)
         finally:
             for writer, _ in writers:
                 writer.end()
-        for table in rest:
-            yield from table.to_batches()
+        mine = pc.fill_null(pc.is_in(topics, value_set=pa.array(written, pa.string())), False)
+        rest = table.filter(pc.invert(pc.and_(records, mine)))
+        yield from rest.to_batches()
         if metrics.has_figures():
             yield pa.RecordBatch.from_pylist([{
                 "kind": KIND_METRICS, "value": metrics.to_json(),
@@ -123,27 +123,6 @@ def write_in_tasks(writers: Writers
             }], schema=ROW_ARROW)
 
     return write_partition
-
-
-def _sink_tables(tables: Iterable[pa.Table], writer: PartitionWriter, names: list[str],
-                 metrics: Metrics, rest: list[pa.Table] | None
-                 ) -> Iterator[tuple[str, pa.Table]]:
-    """``(topic, records)`` of each of ``tables`` for the topics ``names`` of ``writer``, their
-    end-to-end latency observed in ``metrics``; every other row of each table goes to ``rest``
-    (unless ``None``)."""
-    wanted = pa.array(names, pa.string())
-    columns = [*SINK_COLUMNS, HEADERS_COLUMN] if writer.takes_headers else SINK_COLUMNS
-    for table in tables:
-        records = _is_record(table)
-        topics = table.column("topic")
-        for name in names:
-            rows = table.filter(pc.and_(records, pc.equal(topics, name)))
-            if rows.num_rows:
-                observe_e2e_latency(metrics, name, rows)
-                yield name, rows.select(columns)
-        if rest is not None:
-            mine = pc.fill_null(pc.is_in(topics, value_set=wanted), False)
-            rest.append(table.filter(pc.invert(pc.and_(records, mine))))
 
 
 def write_batch(table: pa.Table, batch_id: int, sinks: Mapping[str, TopicLocation],

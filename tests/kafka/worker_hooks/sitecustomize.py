@@ -50,17 +50,17 @@ def _install(hooks: dict) -> None:
 
         TransactionalWriter._produce = holding
     if hooks.get("die_after_batch") is not None:
-        commit = TransactionalWriter.commit_stream
+        commit = TransactionalWriter.commit
         die_from = int(hooks["die_after_batch"])
 
-        def committing(self, run, batch_id, rows):
-            count = commit(self, run, batch_id, rows)
+        def committing(self, run, batch_id):
+            count = commit(self, run, batch_id)
             if count and batch_id >= die_from:
                 _say(pid, f"dying after batch {batch_id}")
                 os.killpg(os.getpgid(pid), signal.SIGKILL)  # the app, its JVM and workers
             return count
 
-        TransactionalWriter.commit_stream = committing
+        TransactionalWriter.commit = committing
 
 
 if os.environ.get("KSPARK_TEST_HOOKS"):
