@@ -75,29 +75,36 @@ def test_point_and_range_queries_equal_the_driver_stores(counted):
     assert ss.find_sessions(user, 0, 30 * DAY) == ss.fetch(user)
 
 
+def _run_counter(spark, name, source, checkpoint, config):
+    """The counter topology run on Spark over what ``source`` holds, then stopped: the app, a
+    reader of its state and its last committed batch."""
+    from kspark.spark.internals.query import StateReader, latest_committed_batch, load_app_info
+
+    app = StreamsApp(counter_topology(), name, {EVENTS: source}, spark=spark,
+                     checkpoint_dir=checkpoint, config=config)
+    app.start()
+    try:
+        app.process_all_available()
+    finally:
+        app.stop()
+    reader = StateReader(spark, checkpoint, load_app_info(checkpoint))
+    return app, reader, latest_committed_batch(reader.query_dir, spark)
+
+
 @pytest.mark.parametrize("limits", [(0, 1 << 20), (1 << 20, 1)], ids=["in", "out"])
 def test_a_task_moves_its_buckets_between_its_value_and_the_map_state(spark, tmp_path, limits):
     """A task keeps its buckets in its task value while they are at most
     ``state.inline.max.bytes``, else one per entry of the MapState; restarted with another limit,
     its next micro-batch moves them (out at once; in when it has read them all), and the
     stores read as the driver's after the same input."""
-    from kspark.spark.internals.query import StateReader, latest_committed_batch, load_app_info
 
     records = events(240, seed=7, users=40)
     source = io.memory(serdes.String(), serdes.Json(), partitions=2, max_files_per_trigger=1)
     checkpoint = str(tmp_path / "moving")
 
     def run(limit: int) -> dict[tuple[int, int], bool]:
-        app = StreamsApp(counter_topology(), "moving", {EVENTS: source}, spark=spark,
-                         checkpoint_dir=checkpoint,
-                         config={"state.buckets": 4, "state.inline.max.bytes": limit})
-        app.start()
-        try:
-            app.process_all_available()
-        finally:
-            app.stop()
-        reader = StateReader(spark, checkpoint, load_app_info(checkpoint))
-        batch = latest_committed_batch(reader.query_dir, spark)
+        _, reader, batch = _run_counter(spark, "moving", source, checkpoint,
+                                        {"state.buckets": 4, "state.inline.max.bytes": limit})
         assert batch is not None
         return {(op, task): inline is not None
                 for op in range(2) for task, (_, inline) in reader.task_values(op, batch).items()}
@@ -118,21 +125,11 @@ def test_a_task_moves_its_buckets_between_its_value_and_the_map_state(spark, tmp
 def test_a_large_task_value_is_stored_compressed_and_read_back(spark, tmp_path):
     """A task value holding its buckets is written compressed once it is long; the next
     micro-batch resumes from it, and the stores read as the driver's after the same input."""
-    from kspark.spark.internals.query import StateReader, latest_committed_batch, load_app_info
-
     records = events(3000, seed=11, users=2000)
     source = io.memory(serdes.String(), serdes.Json(), partitions=2, max_files_per_trigger=1)
     source.send_all(records, per_file=1500)
-    checkpoint = str(tmp_path / "compressed")
-    app = StreamsApp(counter_topology(), "compressed", {EVENTS: source}, spark=spark,
-                     checkpoint_dir=checkpoint, config={"state.buckets": 4})
-    app.start()
-    try:
-        app.process_all_available()
-    finally:
-        app.stop()
-    reader = StateReader(spark, checkpoint, load_app_info(checkpoint))
-    batch = latest_committed_batch(reader.query_dir, spark)
+    app, reader, batch = _run_counter(spark, "compressed", source, str(tmp_path / "compressed"),
+                                      {"state.buckets": 4})
     assert batch == 1
     raw = [bytes(blob) for op in range(2)
            for (blob,) in reader.task_rows(op, batch).select("value.blob").collect()]
