@@ -302,10 +302,12 @@ class StreamsApp:
                 f"or kspark.io.kafka")
         batches = BatchWriter(sinks, query_name, self.checkpoint_dir,
                               None if connect else self._record_figures,
-                              None if connect else self._run_id)
+                              None if connect else self._run_id, writes_in_query=not connect)
         self._connect = connect
+        if not connect:
+            frame = with_partition_writers(frame, sinks)
         writer = (
-            with_partition_writers(frame, sinks).writeStream.foreachBatch(batches)
+            frame.writeStream.foreachBatch(batches)
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))
             .queryName(query_name)
         )

@@ -70,28 +70,30 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
-def write_in_tasks(writers: Writers
+def write_in_tasks(writers: Writers, batch_id: int | None = None, run: str | None = None
                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A ``mapInArrow`` function over the stages' output rows, part of the app's streaming
-    query, that writes each Spark partition's records of the ``writers``' topics from its task
-    and passes on the other rows, with a ``metrics`` row of what it wrote. The micro-batch and
-    its run (the query's id) are the task's: Spark gives them to a micro-batch's jobs."""
+    """A ``mapInArrow`` function over the stages' output rows that writes each Spark
+    partition's records of the ``writers``' topics from its task and passes on the other rows,
+    with a ``metrics`` row of what it wrote. The micro-batch and its run (the query's id) are
+    ``batch_id`` and ``run``, or if not given the task's (Spark gives them to the jobs a
+    micro-batch runs itself, as a streaming query's own)."""
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        batch = run = None
-        if context is not None:
-            batch = context.getLocalProperty(BATCH_ID_PROPERTY)
-            run = context.getLocalProperty(QUERY_ID_PROPERTY)
-        if context is None or batch is None or run is None:
+        batch, query = batch_id, run
+        if context is not None and batch is None:
+            found = context.getLocalProperty(BATCH_ID_PROPERTY)
+            batch = None if found is None else int(found)
+        if context is not None and query is None:
+            query = context.getLocalProperty(QUERY_ID_PROPERTY)
+        if context is None or batch is None or query is None:
             raise StreamsError("kspark's sink writer runs only in a task of a micro-batch of "
                                "a streaming query (Spark names the batch and the query there)")
-        batch_id = int(batch)
         partition = context.partitionId()
         for writer, _ in writers:  # while the stage computes the records
-            writer.begin(batch_id, run, partition)
+            writer.begin(batch, query, partition)
         metrics = Metrics()
         written: list[str] = []
         try:
@@ -108,7 +110,7 @@ def write_in_tasks(writers: Writers
                             else SINK_COLUMNS)
                         observe_e2e_latency(metrics, name, rows)
                 if tables:
-                    metrics.merge(writer.write(batch_id, run, partition, tables))
+                    metrics.merge(writer.write(batch, query, partition, tables))
                 written.extend(names)
         finally:
             for writer, _ in writers:

@@ -24,15 +24,20 @@ Report = Callable[[dict[str, Metrics], float], None]
 FIGURES_DIR = "figures"
 
 
-def with_partition_writers(frame: Any, sinks: dict[str, TopicLocation]) -> Any:
-    """The app's streaming ``frame`` of output rows with its sinks' partition writers applied
-    in its last stage's tasks (a ``mapInArrow`` of
-    :func:`~kspark.spark.internals.batch_output.write_in_tasks`), if it has any."""
+def with_partition_writers(frame: Any, sinks: dict[str, TopicLocation],
+                           batch_id: int | None = None, run: str | None = None) -> Any:
+    """``frame`` of output rows with its sinks' partition writers applied in its last stage's
+    tasks (a ``mapInArrow`` of :func:`~kspark.spark.internals.batch_output.write_in_tasks`), if
+    it has any: the app's streaming frame, whose tasks know their micro-batch, or, over Spark
+    Connect (where ``foreachBatch`` runs a batch's job from a request of its own, without the
+    micro-batch's properties), each batch's frame with its ``batch_id`` and ``run``."""
     from kspark.spark.internals.batch_output import partition_writers, write_in_tasks
     from kspark.spark.internals.wire import ROW_DDL
 
     writers = partition_writers(sinks)
-    return frame.mapInArrow(write_in_tasks(writers), ROW_DDL) if writers else frame
+    if not writers:
+        return frame
+    return frame.mapInArrow(write_in_tasks(writers, batch_id, run), ROW_DDL)
 
 
 class BatchWriter:
@@ -40,8 +45,10 @@ class BatchWriter:
 
     def __init__(self, sinks: dict[str, TopicLocation], query_name: str, checkpoint_dir: str,
                  report: Report | None = None,
-                 run_id: Callable[[], str] | None = None) -> None:
+                 run_id: Callable[[], str] | None = None, writes_in_query: bool = True) -> None:
         self.sinks = sinks
+        #: whether the query's frame writes the partition writers' sinks (else each batch's)
+        self.writes_in_query = writes_in_query
         self.query_name = query_name
         self.figures_dir = os.path.join(checkpoint_dir, FIGURES_DIR)
         self.metadata = os.path.join(checkpoint_dir, "query", "metadata")
@@ -56,9 +63,10 @@ class BatchWriter:
         from kspark.spark.internals.batch_output import partition_writers, write_batch
 
         run = self.run_id() if self.run_id is not None else self._query_id()
-        # the executors wrote these sinks in the query (``with_partition_writers``); the
-        # driver gets the rest
+        # the executors write these sinks (``with_partition_writers``); the driver gets the rest
         writers = partition_writers(self.sinks)
+        if not self.writes_in_query:
+            frame = with_partition_writers(frame, self.sinks, batch_id, run)
         began = time.monotonic()
         figures = write_batch(frame.toArrow(), batch_id, self.sinks, writers, run)
         took_ms = (time.monotonic() - began) * 1000
