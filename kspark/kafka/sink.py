@@ -78,6 +78,9 @@ class TransactionalWriter:
         self._staged: dict[str, list[Iterable[Rows]]] = {}
         #: delivery errors of the open transaction (the first few)
         self._errors: list[str] = []
+        #: the producer's fatal error, once librdkafka reported it (its calls then fail with
+        #: a generic ``_FATAL``)
+        self._fatal: Any = None
         self.skipped_batches = 0
         self.committed_batches = 0
 
@@ -114,6 +117,7 @@ class TransactionalWriter:
                     "delivery.report.only.error": True,
                     "on_delivery": self._delivered,
                     **self.config,
+                    "error_cb": self._on_error,
                 },
             )
         )
@@ -191,6 +195,15 @@ class TransactionalWriter:
         self.committed_batches += 1
         return count
 
+    def _on_error(self, error: Any) -> None:
+        """librdkafka's error callback: keeps the first fatal error, and passes every error on
+        to the user's own ``error_cb``, if any."""
+        if error.fatal() and self._fatal is None:
+            self._fatal = error
+        chained = self.config.get("error_cb")
+        if chained is not None:
+            chained(error)
+
     def _delivered(self, err: Any, msg: Any) -> None:
         """librdkafka's report of a record it could not deliver (only those are reported)."""
         if err is not None and len(self._errors) < 3:
@@ -219,6 +232,12 @@ class TransactionalWriter:
         from confluent_kafka import KafkaException
 
         error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if error is not None and error.name() == "_FATAL":  # which one: librdkafka's report
+            try:
+                self._producer.poll(0)
+            except KafkaException as fatal:
+                error = fatal.args[0]
+            error = self._fatal or error
         where = (f"Kafka on {self.bootstrap_servers}, transactional id "
                  f"{self.transactional_id!r}, batch {batch_id}")
         if error is not None and error.name() in _FENCED:
