@@ -340,6 +340,8 @@ def spark_command(engine: str, args: argparse.Namespace, common: list[str]) -> l
     """The command line of kspark's or Spark's script with the ``common`` arguments, on
     ``--master`` with the engine's settings (kspark's clicks read by ``--kspark-source``)."""
     reader = ["--source", args.kspark_source] if engine == "kspark" else []
+    if engine == "kspark" and args.kspark_per_trigger:
+        reader += ["--per-trigger", str(args.kspark_per_trigger)]
     return [sys.executable, os.path.join(PEERS, f"{engine}_sessions.py"), *common,
             "--master", args.master, *spark_settings(engine, args), *reader]
 
@@ -353,6 +355,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                             metavar="KEY=VALUE", help=f"a Spark setting of {engine}'s session")
     parser.add_argument("--kspark-source", choices=("auto", "kspark", "spark"), default="auto",
                         help="what reads kspark's clicks: its Kafka source or Spark's connector")
+    parser.add_argument("--kspark-per-trigger", type=int, default=None,
+                        help="at most this many clicks in one of kspark's micro-batches "
+                        "(default: all available)")
     parser.add_argument("--parallelism", type=int, default=2, help="Flink's")
     parser.add_argument("--flink-python", default=os.path.join(ENVS, "flink", "bin", "python"))
     parser.add_argument("--flink-jar", default=os.path.join(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark.errors import KsparkError
 from kspark.kafka.acls import TOPIC, AclNeed, denied_error
-from kspark.topology.internals.plan import ExecutionPlan
-from kspark.topology.topology import Topology
+
+if TYPE_CHECKING:  # not imported where only Kafka is used (a Spark source's planner)
+    from kspark.topology.internals.plan import ExecutionPlan
+    from kspark.topology.topology import Topology
 
 OUTPUT = "output"
 CHANGELOG = "changelog"

@@ -45,7 +45,11 @@ class TimestampedKeyAndJoinSideSerde(Serde):
 
     def key_of(self, timestamp: int, is_left: bool, key: Any) -> JoinSideKey:
         """The store key of ``key``'s record at ``timestamp`` on one side."""
-        return (timestamp, is_left, self.key_serde.serialize(key) or b"")
+        return (timestamp, is_left, self.key_bytes(key))
+
+    def key_bytes(self, key: Any) -> bytes:
+        """The record key's bytes in the store keys of ``key``."""
+        return self.key_serde.serialize(key) or b""
 
     def record_key(self, store_key: JoinSideKey) -> Any:
         """The record key in ``store_key``."""
@@ -197,8 +201,18 @@ class OrderedStore(StoreBase):
     def remove_all(self, keys: Iterable[Any], timestamp: int | None = None) -> None:
         """Remove each of ``keys`` (in order), logging a tombstone for each."""
         ts = self._timestamp(timestamp)
+        data = self._data()
+        changes = []
+        removed = False
         for key in keys:
-            self._remove(key, ts)
+            old = None if data is None else data.pop(key, None)
+            removed = removed or old is not None
+            changes.append((key, None if old is None else old[0], None, ts))
+        if removed:
+            assert data is not None
+            self._removed(data)
+            self._touch(0)
+        self._changed_all(changes)
 
     def _remove(self, key: Any, ts: int) -> None:
         data = self._data()

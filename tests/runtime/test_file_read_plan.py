@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from kspark.spark.internals import file_batches, file_ranges
 from kspark.spark.internals.file_source import PARQUET_SPLIT_ROWS, FileStreamReader, plan_reads
+from kspark.spark.internals.row_schema import ROW_COLUMNS
 from kspark.spark.internals.stage import StageProcessor
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, record_columns
-from kspark.spark.internals.wire import KIND_FILE, ROW_COLUMNS
+from kspark.spark.internals.wire import KIND_FILE
 
 row_groups = st.lists(st.integers(1, 400_000), min_size=1, max_size=6)
 files = st.lists(st.one_of(st.none(), row_groups), min_size=1, max_size=5)

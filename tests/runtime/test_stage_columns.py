@@ -19,6 +19,7 @@ from kspark.io.files import OFFSET_STRIDE, file_rows
 from kspark.runtime.task import SourceRecord
 from kspark.spark.internals import wire
 from kspark.spark.internals.file_batches import parquet_batch
+from kspark.spark.internals.row_schema import ROW_COLUMNS
 from kspark.spark.internals.stage import spark_hash_int, task_group_values
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, _ordered, record_columns
 from kspark.spark.internals.wire import (
@@ -26,7 +27,6 @@ from kspark.spark.internals.wire import (
     KIND_PACKED,
     KIND_RECORD,
     ROW_ARROW,
-    ROW_COLUMNS,
     pack_records,
     record_rows,
 )

@@ -32,7 +32,7 @@ def with_partition_writers(frame: Any, sinks: dict[str, TopicLocation],
     Connect (where ``foreachBatch`` runs a batch's job from a request of its own, without the
     micro-batch's properties), each batch's frame with its ``batch_id`` and ``run``."""
     from kspark.spark.internals.batch_output import partition_writers, write_in_tasks
-    from kspark.spark.internals.wire import ROW_DDL
+    from kspark.spark.internals.row_schema import ROW_DDL
 
     writers = partition_writers(sinks)
     if not writers:

@@ -21,10 +21,10 @@ from kspark.spark.internals.file_batches import (
     parquet_parts,
     parquet_row_groups,
 )
+from kspark.spark.internals.row_schema import ROW_DDL
 from kspark.spark.internals.wire import (
     INPUT_ARROW,
     KIND_FILE,
-    ROW_DDL,
     pack_records,
     record_rows,
     repeated,

@@ -15,7 +15,8 @@ from kspark.errors import BadInputError
 from kspark.hashing import kafka_partition
 from kspark.io.files import INVALID_TIMESTAMP
 from kspark.io.frame import FrameTopic
-from kspark.spark.internals.wire import INPUT_ARROW, ROW_DDL, pack_stream
+from kspark.spark.internals.row_schema import ROW_DDL
+from kspark.spark.internals.wire import INPUT_ARROW, pack_stream
 
 #: rows of one arriving chunk at most (the offset keeps a chunk's order below this)
 _CHUNK = 1_000_000

@@ -35,7 +35,7 @@ class KafkaRangeSource(DataSource):
         return "kspark_kafka_ranges"
 
     def schema(self) -> str:
-        from kspark.spark.internals.wire import ROW_DDL
+        from kspark.spark.internals.row_schema import ROW_DDL
 
         return ROW_DDL
 

@@ -96,7 +96,7 @@ class KafkaSource(DataSource):
 
     def schema(self) -> StructType | str:
         if _in_stage(self.options):
-            from kspark.spark.internals.wire import ROW_DDL
+            from kspark.spark.internals.row_schema import ROW_DDL
 
             return ROW_DDL
         return KAFKA_SCHEMA

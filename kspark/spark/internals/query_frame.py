@@ -13,7 +13,8 @@ from kspark.io.frame import FrameTopic
 from kspark.io.kafka import KafkaTopic
 from kspark.spark.internals.kafka_input import kafka_ranges_frame, kafka_source_frame
 from kspark.spark.internals.kafka_source import kafka_input_frame
-from kspark.spark.internals.wire import HEADERS, INPUT_TYPES, ROW_DDL
+from kspark.spark.internals.row_schema import ROW_DDL
+from kspark.spark.internals.wire import HEADERS, INPUT_TYPES
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 

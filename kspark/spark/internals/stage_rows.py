@@ -17,6 +17,7 @@ from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch, output_headers, output_partitions
+from kspark.spark.internals.row_schema import ROW_COLUMNS
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
@@ -25,7 +26,6 @@ from kspark.spark.internals.wire import (
     KIND_RECORD,
     KIND_TICK,
     RECORD_KINDS,
-    ROW_COLUMNS,
     ROW_DTYPES,
     Columns,
     concat_records,

@@ -10,7 +10,7 @@ from typing import Any, cast
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
-from kspark.spark.internals.wire import KIND_TICK, ROW_DDL, rows_of
+from kspark.spark.internals.row_schema import ROW_DDL
 
 #: the tick source's offsets are ``{TICK_OFFSET: n}``
 TICK_OFFSET = "tick"
@@ -56,6 +56,8 @@ class TickStreamReader(DataSourceStreamReader):
         return [_TickPartition(end[TICK_OFFSET], self.tasks, self.interval)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        from kspark.spark.internals.wire import KIND_TICK, rows_of
+
         partition = cast(_TickPartition, partition)
         n = len(partition.tasks)
         yield rows_of(KIND_TICK, None, [None] * n, partition.tasks, [partition.tick] * n,

@@ -1,7 +1,8 @@
 """kspark's wire format on Spark: the one layout of the rows its sources give and its stages
 read and write, the kinds of row, and how many records travel packed in one row.
 
-Every row has the columns :data:`ROW_COLUMNS`; its ``kind`` says what it is:
+Every row has the columns of :mod:`~kspark.spark.internals.row_schema`; its ``kind`` says what
+it is:
 
 - ``record``: one record of ``topic`` (key, value, timestamp, partition, offset, headers);
 - ``packed``: many records of ``topic`` and ``partition`` as Arrow IPC bytes in ``key``
@@ -30,6 +31,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from kspark.spark.internals.row_schema import ROW_COLUMNS
+
 KIND_RECORD = "record"
 KIND_PACKED = "packed"
 KIND_FILE = "file"
@@ -41,12 +44,6 @@ KIND_PACKED_CHANGELOG = "packed-changelog"
 #: kinds of row that carry or stand for records of a source topic
 RECORD_KINDS = (KIND_RECORD, KIND_PACKED, KIND_FILE)
 
-#: the columns of every row between kspark's sources and stages, and their types
-ROW_TYPES = [("kind", "string"), ("topic", "string"), ("key", "binary"), ("value", "binary"),
-             ("timestamp", "long"), ("partition", "int"), ("offset", "long"), ("task", "string"),
-             ("headers", "binary")]
-ROW_COLUMNS = [c for c, _ in ROW_TYPES]
-ROW_DDL = ", ".join(f"{c} {t}" for c, t in ROW_TYPES)
 ROW_ARROW = pa.schema([("kind", pa.string()), ("topic", pa.string()), ("key", pa.binary()),
                        ("value", pa.binary()), ("timestamp", pa.int64()),
                        ("partition", pa.int32()), ("offset", pa.int64()), ("task", pa.string()),
@@ -231,7 +228,7 @@ def record_rows(batch: Any) -> Any:
 
 
 def pack_stream(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` function (to :data:`ROW_DDL`) over records in Kafka's columns
+    """``mapInArrow`` function (to the rows' schema) over records in Kafka's columns
     (:data:`INPUT_COLUMNS`) of the other sources (Kafka, a DataFrame of Spark's Kafka
     connector): up to :data:`PACK_ROWS` records at a time, packed by :func:`pack_records`, so
     that they too cross the shuffle and the stages' Python input as a handful of rows per
@@ -343,7 +340,7 @@ def pack_output(columns: Columns, read_topics: Collection[str]) -> Columns:
 
 
 def unpack_output(table: pa.Table) -> pa.Table:
-    """The stages' output ``table`` (:data:`ROW_COLUMNS`) with each ``packed`` row replaced,
+    """The stages' output ``table`` (the rows' columns) with each ``packed`` row replaced,
     where it stands, by the records it carries."""
     import pyarrow.compute as pc
 

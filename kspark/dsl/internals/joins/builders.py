@@ -142,9 +142,11 @@ def stream_stream_join(
     side = partial(StreamJoinProcessor, windows=windows, joiner=joiner, outer_store=outer_store,
                    outer_keys=outer_keys, shared=merge)
     topo.add_processor(this_join, partial(side, left=True, outer=this_outer,
+                                          other_outer=other_outer,
                                           other_store=other_store, this_values=this_stored,
                                           other_values=other_stored), this_windowed)
     topo.add_processor(other_join, partial(side, left=False, outer=other_outer,
+                                           other_outer=this_outer,
                                            other_store=this_store, this_values=other_stored,
                                            other_values=this_stored), other_windowed)
     topo.add_processor(merge, PassThroughProcessor, this_join, other_join)

@@ -63,14 +63,16 @@ class StreamJoinProcessor(Processor):
 
     ``left``: whether this is the left side (the stream ``join`` was called on); ``outer``:
     whether this side's unmatched records are emitted (the left side of a left join, both sides
-    of an outer join); ``outer_store``: the shared outer-join store of a left or outer join
-    (``None`` for an inner join), with ``outer_keys`` making its keys."""
+    of an outer join); ``other_outer``: whether the other side's are; ``outer_store``: the
+    shared outer-join store of a left or outer join (``None`` for an inner join), with
+    ``outer_keys`` making its keys."""
 
     def __init__(
         self,
         *,
         left: bool,
         outer: bool,
+        other_outer: bool = True,
         windows: JoinWindows,
         joiner: Callable[[Any, Any], Any],
         other_store: str,
@@ -81,6 +83,9 @@ class StreamJoinProcessor(Processor):
         shared: str,
     ) -> None:
         self.left, self.outer = left, outer
+        # a partner found in the other side's store may wait in the outer-join store only when
+        # the other side keeps its unmatched records there (a left join's right side does not)
+        self.clear_partners = outer_store is not None and other_outer
         self.windows = windows
         self.joiner = joiner
         # how far this side looks back and ahead into the other side's store
@@ -133,11 +138,13 @@ class StreamJoinProcessor(Processor):
         forward = self.context.forward
         headers = record.headers
         deserialize = self.deserialize_other
+        if others and self.clear_partners:
+            assert outer_store is not None and self.outer_keys is not None
+            other_side = not self.left
+            key_bytes = self.outer_keys.key_bytes(key)
+            for other_ts, _ in others:
+                outer_store.put_if_absent((other_ts, other_side, key_bytes), None)
         for other_ts, other_data in others:
-            if outer_store is not None:
-                assert self.outer_keys is not None
-                outer_store.put_if_absent(self.outer_keys.key_of(other_ts, not self.left, key),
-                                          None)
             forward(Record(key, self.join(value, deserialize(other_data)), max(ts, other_ts),
                            headers))
         if others or not self.outer:
