@@ -314,7 +314,12 @@ def _last_marker(bootstrap_servers: str, topic: str, writer: str,
     found: dict[str, Any] = {"run": None, "batch": -1}
     consumer = Consumer(consumer_config(bootstrap_servers, config))
     try:
-        meta = consumer.list_topics(topic, timeout).topics.get(topic)
+        try:
+            meta = consumer.list_topics(topic, timeout).topics.get(topic)
+        except KafkaException as exc:
+            raise TopicError(f"Kafka on {bootstrap_servers}: cannot read the metadata of topic "
+                             f"{topic!r} to find the marker of writer {writer!r}: "
+                             f"{exc.args[0].str()}") from exc
         if meta is None or meta.error is not None or not meta.partitions:
             raise TopicError(f"Kafka topic {topic!r} does not exist on {bootstrap_servers} "
                              f"(the marker topic of writer {writer!r})")

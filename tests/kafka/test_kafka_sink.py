@@ -193,3 +193,19 @@ def test_a_batch_written_in_chunks_is_one_transaction_taken_chunk_by_chunk(boots
     assert taken == [0, 20, 40]
     writer.close()
     assert _values(bootstrap, out) == sorted(value for _, value, *_ in rows)
+
+
+def test_a_marker_read_whose_metadata_request_fails_is_asked_again_then_named():
+    """A broker down while a writer reads its marker: the marker topic's metadata request fails
+    with librdkafka's transport error, which is asked again (a restarting broker answers the
+    next one) and, once the time is up, named with the topic and the writer."""
+    from net_util import free_port
+
+    from kspark.kafka.sink import last_marker
+
+    bootstrap = f"127.0.0.1:{free_port()}"  # nothing listens there
+    with pytest.raises(TopicError) as caught:
+        last_marker(bootstrap, "app-kspark-sink-batches", "app-kspark-sink-0", timeout=1.0)
+    message = str(caught.value)
+    assert "'app-kspark-sink-batches'" in message and "'app-kspark-sink-0'" in message
+    assert "metadata" in message and caught.value.__cause__ is not None
