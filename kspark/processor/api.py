@@ -35,6 +35,16 @@ class Processor:
         pass
 
 
+class Forwarder:
+    """What a task forwards its records through (the runtime's
+    :class:`kspark.runtime.forwarding.Forwarding`); declared here so that a context's forward
+    is a direct call in the compiled core."""
+
+    def forward(self, from_node: str, record: Record, child_name: str | None = None) -> None:
+        """Send ``record`` from ``from_node`` to its children (or the named child)."""
+        raise NotImplementedError
+
+
 class ProcessorContext:
     """A processor's view of its task: forwarding, schedules, stores, clocks and metadata.
 
@@ -43,6 +53,7 @@ class ProcessorContext:
 
     def __init__(self, task: Any, node_name: str) -> None:
         self._task = task
+        self._forwarding: Forwarder = task.forwarding
         self._node = node_name
         self._slots = 0
 
@@ -65,7 +76,7 @@ class ProcessorContext:
 
     def forward(self, record: Record, child_name: str | None = None) -> None:
         """Send ``record`` to every child, or only to ``child_name``."""
-        self._task.forwarding.forward(self._node, record, child_name)
+        self._forwarding.forward(self._node, record, child_name)
 
     def forward_all(self, records: list[Record]) -> None:
         """Send each of ``records`` to every child, in order: the same as calling

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from kspark.config import StreamsConfig
 from kspark.errors import SerializationError, StreamsError
+from kspark.processor.api import Forwarder
 from kspark.processor.batch import ColumnMapper, RecordMapper
 from kspark.record_columns import RecordColumns
 from kspark.records import Record, SinkContext
@@ -30,7 +31,7 @@ _LIST_AT_LEAST = 3
 _SinkWriter = tuple[SinkNode, Callable[[Any], bytes | None], Callable[[Any], bytes | None]]
 
 
-class Forwarding:
+class Forwarding(Forwarder):
     """The forwarding of one task. ``processors`` and ``children`` are the task's own (filled
     at its ``init``); what sinks write collects in :attr:`output` until drained."""
 
@@ -69,9 +70,8 @@ class Forwarding:
                     f"processor {from_node!r} has no child {child_name!r}; children: {children}"
                 )
             children = [child_name]
-        deliver = self.deliver
         for child in children:
-            deliver(child, record)
+            self.deliver(child, record)
 
     def forward_all(self, from_node: str, records: list[Record]) -> None:
         """:meth:`forward` each of ``records`` (all timestamped) from ``from_node``, in order;

@@ -108,7 +108,6 @@ class Task:
         self.processors: dict[str, Any] = {}
         self.forwarding = Forwarding(topology, config, self.current, self.processors,
                                      self._children)
-        self._deliver = self.forwarding.deliver
         self.stores: dict[str, StoreBase] = {}
         #: the stores with a cache (only they have anything to flush at commit)
         self._caching_stores: list[StoreBase] = []
@@ -242,10 +241,10 @@ class Task:
             self._counters[_PROCESS_TOTAL] += 1
         record = Record(record_key, record_value, timestamp, headers)
         self.current.metadata = (topic, partition, offset)
-        deliver = self._deliver
+        forwarding = self.forwarding
         try:
             for child in children:
-                deliver(child, record)
+                forwarding.deliver(child, record)
         except Exception as exc:
             raise self._wrap(
                 exc,

@@ -3,6 +3,7 @@ start (docs/semantics.md §6)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 from kspark.records import KeyValue, ValueAndTimestamp
 from kspark.state.internals.base import DEFAULT_BUCKETS
 from kspark.state.internals.common import merge_sorted
-from kspark.state.internals.segments import EXPIRED, SegmentedStore
+from kspark.state.internals.segments import EXPIRED, Entry, SegmentedStore
 from kspark.windows import Window, Windowed
 
 _INF = math.inf
@@ -29,6 +30,16 @@ def _by_key_start(item: tuple[Any, Any, Any]) -> Any:
     return (item[0], item[1])
 
 
+def _start_seq(item: tuple[Any, ...]) -> tuple[int, int]:
+    return item[0], item[1]
+
+
+def _position(held: list[Any], sub: tuple[int, int]) -> tuple[int, bool]:
+    """Where sub key ``sub`` is (or would go) among a key's entries, and whether it is there."""
+    i = bisect.bisect_left(held, sub, key=_start_seq)
+    return i, i < len(held) and _start_seq(held[i]) == sub
+
+
 class InMemoryWindowStore(SegmentedStore):
     """Values of fixed-size windows by key and window start, kept for ``retention_ms``.
 
@@ -36,6 +47,10 @@ class InMemoryWindowStore(SegmentedStore):
     or ``(Windowed, seqnum)`` when duplicates are retained. Entries of one key and start are
     ordered by sub key ``(start, seqnum)`` (seqnum is 0 without duplicates, else 1, 2, ... as
     Kafka Streams numbers them).
+
+    With duplicates a key's entries in a segment are a list of ``(start, seqnum, value,
+    timestamp)`` in sub-key order (a join's store: each record adds one, mostly at the end, and
+    none is replaced or removed but by expiry), not a dict by sub key.
     """
 
     kind = "window"
@@ -72,6 +87,8 @@ class InMemoryWindowStore(SegmentedStore):
         self.window_size_ms = window_size_ms
         self.retain_duplicates = retain_duplicates
         self._seqnum = 0
+        #: whether the sequence number has wrapped (then a put may meet its own sub key)
+        self._wrapped = False
 
     # -- keys --------------------------------------------------------------------------------
     def _windowed(self, key: Any, start: int) -> Windowed:
@@ -124,19 +141,23 @@ class InMemoryWindowStore(SegmentedStore):
         if self.retain_duplicates:
             # as Kafka Streams' changelogging store: every put takes the next sequence number
             # (from 1); a None stores nothing but is logged, under its own number
-            self._seqnum = seq = (self._seqnum + 1) & _MAX_INT
+            seq = (self._seqnum + 1) & _MAX_INT
+            if seq <= self._seqnum:
+                self._wrapped = True
+            self._seqnum = seq
             if value is None:
                 self._changed(self._store_key(key, window_start, seq), None, None, timestamp)
                 return
             if not self.caching and not self.logs_changes:  # no change to record
-                old = self._write(key, window_start, (window_start, seq), value, timestamp)
+                old = self._add(key, window_start, seq, value, timestamp)
                 if old is EXPIRED:
                     self.context.record_dropped("expired-segment",
                                                 self._drop_detail(key, window_start))
                 return
+            old = self._add(key, window_start, seq, value, timestamp)
         else:
             seq = 0
-        old = self._write(key, window_start, (window_start, seq), value, timestamp)
+            old = self._write(key, window_start, (window_start, seq), value, timestamp)
         if old is EXPIRED or (value is not None and not self._live(window_start)):
             # expired: dropped (counted), or stored in a live segment but invisible
             if old is EXPIRED and value is not None:
@@ -146,6 +167,142 @@ class InMemoryWindowStore(SegmentedStore):
         # A remove is logged even when nothing was stored: its window start moves observed
         # stream time, and the changelog must carry that to rebuild the store exactly.
         self._changed(self._store_key(key, window_start, seq), old, value, timestamp)
+
+    # -- a store with duplicates: a key's entries as a list ----------------------------------
+    def _add(self, key: Any, start: int, seq: int, value: Any, timestamp: int) -> Any:
+        """:meth:`_write` of a value a store with duplicates puts under a new sequence number:
+        appended to the key's list, unless the number has wrapped (then it replaces an entry
+        with the same sub key, as Kafka Streams' store does)."""
+        if self._wrapped:
+            return self._write(key, start, (start, seq), value, timestamp)
+        self._observe(start)
+        seg = self.segment_id(start)
+        if seg < self.min_live_segment():
+            return EXPIRED
+        bucket = self.bucket_of(key)
+        data: dict[int, Any] = self._bucket(bucket, create=True)
+        segment: dict[Any, Any] | None = data.get(seg)
+        if segment is None:
+            segment = data[seg] = {}
+        held: list[tuple[Any, ...]] | None = segment.get(key)
+        if held is None:
+            segment[key] = [(start, seq, value, timestamp)]
+        elif start >= held[-1][0]:  # seq is the largest yet
+            held.append((start, seq, value, timestamp))
+        else:
+            bisect.insort(held, (start, seq, value, timestamp), key=_start_seq)
+        self._touch(bucket)
+        return None
+
+    def _set_entry(self, bucket: int, key: Any, seg: int, sub: Any, entry: Entry
+                   ) -> Entry | None:
+        if not self.retain_duplicates:
+            return super()._set_entry(bucket, key, seg, sub, entry)
+        data: dict[int, Any] = self._bucket(bucket, create=True)
+        segment: dict[Any, Any] | None = data.get(seg)
+        if segment is None:
+            segment = data[seg] = {}
+        item = (sub[0], sub[1], entry[0], entry[1])
+        self._touch(bucket)
+        held: list[Any] | None = segment.get(key)
+        if held is None:
+            segment[key] = [item]
+            return None
+        i, found = _position(held, (sub[0], sub[1]))
+        if not found:
+            held.insert(i, item)
+            return None
+        old = held[i]
+        held[i] = item
+        return old[2], old[3]
+
+    def _del_entry(self, bucket: int, key: Any, seg: int, sub: Any,
+                   emptied: list[int] | None = None) -> Entry | None:
+        if not self.retain_duplicates:
+            return super()._del_entry(bucket, key, seg, sub, emptied)
+        data: dict[int, Any] | None = self._bucket(bucket, create=False)
+        segment: dict[Any, Any] | None = None if not data else data.get(seg)
+        held: list[Any] | None = None if segment is None else segment.get(key)
+        if not held:
+            return None
+        i, found = _position(held, (sub[0], sub[1]))
+        if not found:
+            return None
+        old = held.pop(i)
+        if not held:
+            assert data is not None and segment is not None
+            del segment[key]
+            if not segment:
+                del data[seg]
+        self._touch(bucket)
+        return old[2], old[3]
+
+    def _get_entry(self, key: Any, seg: int, sub: Any) -> Entry | None:
+        if not self.retain_duplicates:
+            return super()._get_entry(key, seg, sub)
+        data: dict[int, Any] | None = self._bucket_for(key, create=False)
+        segment: dict[Any, Any] | None = None if not data else data.get(seg)
+        held: list[Any] | None = None if segment is None else segment.get(key)
+        if not held:
+            return None
+        i, found = _position(held, (sub[0], sub[1]))
+        return (held[i][2], held[i][3]) if found else None
+
+    def _sub_items(self, subs: Any, lo: Any, hi: Any) -> list[tuple[Any, Entry]]:
+        if not self.retain_duplicates:
+            return super()._sub_items(subs, lo, hi)
+        out: list[tuple[Any, Entry]] = []
+        for item in subs:
+            sub = (item[0], item[1])
+            if (lo is None or sub >= lo) and (hi is None or sub <= hi):
+                out.append((sub, (item[2], item[3])))
+        return out
+
+    def _fill(self, bucket: int, data: dict[int, Any], keys: list[Any], codes: np.ndarray,
+              segs: np.ndarray, subs: list[Any], values: list[Any], timestamps: list[int]
+              ) -> None:
+        if not self.retain_duplicates:
+            super()._fill(bucket, data, keys, codes, segs, subs, values, timestamps)
+            return
+        self._touch(bucket)
+        seg_of, code_of = segs.tolist(), codes.tolist()
+        n, i = len(code_of), 0
+        while i < n:
+            seg, code = seg_of[i], code_of[i]
+            j = i + 1
+            while j < n and seg_of[j] == seg and code_of[j] == code:
+                j += 1
+            segment: dict[Any, Any] | None = data.get(seg)
+            if segment is None:
+                segment = data[seg] = {}
+            key = keys[code]
+            held: list[Any] | None = segment.get(key)
+            merged: dict[Any, Any] = {} if held is None else {(e[0], e[1]): e for e in held}
+            for r in range(i, j):
+                sub = subs[r]
+                if values[r] is None:
+                    merged.pop(sub, None)
+                else:
+                    merged[sub] = (sub[0], sub[1], values[r], timestamps[r])
+            if merged:
+                segment[key] = sorted(merged.values(), key=_start_seq)
+            elif held is not None:
+                del segment[key]
+            if not segment:
+                del data[seg]
+            i = j
+
+    def _on_bucket_loaded(self, bucket: int, data: Any) -> None:
+        if self.retain_duplicates:
+            # a bucket saved before a key's entries were a list holds a dict by sub key
+            for segment in data.values():
+                for key, held in list(segment.items()):
+                    if isinstance(held, list):
+                        break  # a bucket is saved in one layout
+                    segment[key] = [(sub[0], sub[1], entry[0], entry[1])
+                                    for sub, entry in sorted(held.items())]
+                    self._touch(bucket)
+        super()._on_bucket_loaded(bucket, data)
 
     def restore(self, changelog: Iterable[tuple[Any, Any, int]]) -> None:
         keys, starts, seqs, values, stamps = [], [], [], [], []
@@ -236,30 +393,22 @@ class InMemoryWindowStore(SegmentedStore):
         bound = self.expiry_bound
         if time_from <= bound:
             time_from = bound + 1
+        seg_lo, seg_hi = self.segment_id(time_from), self.segment_id(time_to)
+        if not self.retain_duplicates:
+            return [(sub[0], entry[0]) for sub, entry in
+                    self._key_entries(key, seg_lo, seg_hi, (time_from,), (time_to, _INF))]
         out: list[tuple[int, Any]] = []
-        for seg in self._segments(data, self.segment_id(time_from), self.segment_id(time_to)):
-            subs: dict[Any, Any] | None = data[seg].get(key)
-            if not subs:
+        for seg in self._segments(data, seg_lo, seg_hi):
+            segment: dict[Any, Any] = data[seg]
+            held: list[tuple[Any, ...]] | None = segment.get(key)
+            if not held:
                 continue
-            if len(subs) == 1:
-                for sub, entry in subs.items():
-                    start: int = sub[0]
-                    if time_from <= start <= time_to:
-                        out.append((start, entry[0]))
-                continue
-            # a key's entries are held in the order they were put: ascending but for late ones
-            ordered = True
-            last: tuple[int, int] = (-1, -1)
-            for sub in subs:
-                pair: tuple[int, int] = sub
-                if pair[0] < last[0] or (pair[0] == last[0] and pair[1] < last[1]):
-                    ordered = False
+            for item in held:
+                start: int = item[0]
+                if start > time_to:
                     break
-                last = pair
-            for sub in (subs if ordered else sorted(subs)):
-                start = sub[0]
-                if time_from <= start <= time_to:
-                    out.append((start, subs[sub][0]))
+                if start >= time_from:
+                    out.append((start, item[2]))
         return out
 
     def backward_fetch_range(

@@ -110,3 +110,32 @@ def test_entries_are_pickled_as_plain_dicts():
     loader.save(store)
     assert b"SubEntries" not in loader.buckets[("s", 0)]
     assert loader.load("s", 0) == pickle.loads(OLD_BUCKET)
+
+
+def test_a_join_store_bucket_of_the_dict_layout_loads_and_takes_writes():
+    """Before a window store with duplicates held a key's entries as a list, they were a dict
+    by ``(start, seqnum)``: such a bucket still reads in order and takes new entries."""
+    loader = DictBucketLoader()
+    store = InMemoryWindowStore("j", 10_000, 10, retain_duplicates=True,
+                                segment_interval_ms=100, num_buckets=2)
+    store.init(NullContext(), loader)
+    for i in range(40):
+        store.put(f"k{i % 3}", f"v{i}", 1000 + (i * 37) % 300)
+    loader.save(store)
+    expected = [store.fetch_values(f"k{i}", 0, 5000) for i in range(3)]
+    for name_bucket, blob in list(loader.buckets.items()):
+        old = {seg: {key: {(e[0], e[1]): (e[2], e[3]) for e in held}
+                     for key, held in segment.items()}
+               for seg, segment in pickle.loads(blob).items()}
+        loader.buckets[name_bucket] = pickle.dumps(old)
+    again = InMemoryWindowStore("j", 10_000, 10, retain_duplicates=True,
+                                segment_interval_ms=100, num_buckets=2)
+    again.init(NullContext(), loader)
+    again.restore_meta(pickle.loads(loader.metas["j"]))
+    assert [again.fetch_values(f"k{i}", 0, 5000) for i in range(3)] == expected
+    assert again.all() == store.all()
+    again.put("k1", "new", 1100)
+    assert (1100, "new") in again.fetch_values("k1", 1100, 1100)
+    loader.save(again)  # written back as lists
+    assert all(type(held) is list for blob in loader.buckets.values()
+               for segment in pickle.loads(blob).values() for held in segment.values())

@@ -133,6 +133,27 @@ def test_retain_duplicates() -> None:
         ((w("b", 100), 4), 3), ((w("a", 0), 5), 4)]
 
 
+def test_a_wrapped_sequence_number_replaces_the_entry_it_meets() -> None:
+    store = make(retain_duplicates=True)
+    # restored up to Java's Integer.MAX_VALUE: the next puts number 0, then 1 again
+    store.restore([((w("a", 100), 1), "x", 100), ((w("a", 100), (1 << 31) - 1), "y", 100)])
+    store.put("a", "z", 100)
+    store.put("a", "v", 100)  # sub key (100, 1): replaces "x", as Kafka Streams' store does
+    assert store.fetch_values("a", 0, 200) == [(100, "z"), (100, "v"), (100, "y")]
+    assert store.fetch_range("a", 0, 200) == [
+        KeyValue(100, "z"), KeyValue(100, "v"), KeyValue(100, "y")]
+    assert [key[1] for key, _, _ in store.context.changelog] == [0, 1]
+
+
+def test_a_restore_replayed_twice_holds_each_entry_once() -> None:
+    store = make(retain_duplicates=True)
+    changelog = [((w("a", 100), seq), f"v{seq}", 100) for seq in (1, 2)]
+    store.restore(changelog)
+    store.restore(changelog[1:])  # one entry at a time (the record-by-record restore)
+    store.restore(changelog)  # in bulk, into the key's held entries
+    assert store.fetch_values("a", 0, 200) == [(100, "v1"), (100, "v2")]
+
+
 @pytest.mark.parametrize(
     "kw",
     [

@@ -14,7 +14,9 @@ Bucket layout: ``{segment_id: {key: {sub_key: (value, timestamp)}}}``, where the
 orders one key's entries in time (window: ``(start, seqnum)``, session: ``(end, start)``). A
 segment's keys are in no order: a range query sorts what it finds (state written when segments
 were ``SortedDict`` objects loads as it is). Empty containers are always removed, so an empty
-bucket is ``{}`` (falsy).
+bucket is ``{}`` (falsy). A store may hold a key's entries otherwise (a window store with
+duplicates: a list, see :mod:`kspark.state.window`) and then overrides the methods that reach
+into them (:meth:`SegmentedStore._sub_items`, ``_set_entry``, ``_get_entry``, ``_fill``).
 A bucket filled by a bulk restore from nothing is held as a
 :class:`~kspark.state.internals.packed.PackedBucket` until first used (``StoreBase._bucket``
 builds it).
@@ -391,6 +393,12 @@ class SegmentedStore(StoreBase):
         subs: dict[Any, Any] | None = segment.get(key)
         return None if subs is None else subs.get(sub)
 
+    def _sub_items(self, subs: Any, lo: Any, hi: Any) -> list[tuple[Any, Entry]]:
+        """``(sub, entry)`` of one key's entries in a segment with ``lo <= sub <= hi``
+        (``None``: unbounded), ascending by sub key."""
+        entries: dict[Any, Entry] = subs
+        return [(sub, entries[sub]) for sub in sub_keys(entries, lo, hi)]
+
     @staticmethod
     def _segments(data: dict[int, Any], seg_lo: int | None, seg_hi: int | None) -> list[int]:
         if seg_lo is not None and seg_hi is not None and seg_hi - seg_lo < 4:
@@ -413,10 +421,9 @@ class SegmentedStore(StoreBase):
         if not data:
             return
         for seg in self._segments(data, seg_lo, seg_hi):
-            subs: dict[Any, Any] | None = data[seg].get(key)
+            subs: Any = data[seg].get(key)
             if subs:
-                for sub in sub_keys(subs, sub_lo, sub_hi):
-                    yield sub, subs[sub]
+                yield from self._sub_items(subs, sub_lo, sub_hi)
 
     def _range_runs(
         self,
@@ -440,8 +447,8 @@ class SegmentedStore(StoreBase):
                     for key, subs in segment.items():
                         if ((key_lo is None or key >= key_lo)
                                 and (key_hi is None or key <= key_hi)):
-                            for sub in sub_keys(subs, sub_lo, sub_hi):
-                                run.append((key, sub, subs[sub]))
+                            for sub, entry in self._sub_items(subs, sub_lo, sub_hi):
+                                run.append((key, sub, entry))
                 runs.append(run)
         except TypeError as e:
             raise order_error(self.name, e) from e
