@@ -184,13 +184,15 @@ class InMemoryWindowStore(SegmentedStore):
         segment: dict[Any, Any] | None = data.get(seg)
         if segment is None:
             segment = data[seg] = {}
+        at: object = start  # one int object for both when the window starts at the record
+        item = (at, seq, value, at if timestamp == start else timestamp)
         held: list[tuple[Any, ...]] | None = segment.get(key)
         if held is None:
-            segment[key] = [(start, seq, value, timestamp)]
+            segment[key] = [item]
         elif start >= held[-1][0]:  # seq is the largest yet
-            held.append((start, seq, value, timestamp))
+            held.append(item)
         else:
-            bisect.insort(held, (start, seq, value, timestamp), key=_start_seq)
+            bisect.insort(held, item, key=_start_seq)
         self._touch(bucket)
         return None
 
@@ -408,7 +410,7 @@ class InMemoryWindowStore(SegmentedStore):
                 if start > time_to:
                     break
                 if start >= time_from:
-                    out.append((start, item[2]))
+                    out.append((item[0], item[2]))  # the held int, not a new one
         return out
 
     def backward_fetch_range(
