@@ -34,6 +34,12 @@ def _start_seq(item: tuple[Any, ...]) -> tuple[int, int]:
     return item[0], item[1]
 
 
+def _held(data: dict[int, Any] | None, seg: int, key: Any) -> list[Any] | None:
+    """A key's entries in segment ``seg`` of a bucket's ``data`` (a store with duplicates)."""
+    segment: dict[Any, Any] | None = None if not data else data.get(seg)
+    return None if segment is None else segment.get(key)
+
+
 def _position(held: list[Any], sub: tuple[int, int]) -> tuple[int, bool]:
     """Where sub key ``sub`` is (or would go) among a key's entries, and whether it is there."""
     i = bisect.bisect_left(held, sub, key=_start_seq)
@@ -223,8 +229,7 @@ class InMemoryWindowStore(SegmentedStore):
         if not self.retain_duplicates:
             return super()._del_entry(bucket, key, seg, sub, emptied)
         data: dict[int, Any] | None = self._bucket(bucket, create=False)
-        segment: dict[Any, Any] | None = None if not data else data.get(seg)
-        held: list[Any] | None = None if segment is None else segment.get(key)
+        held = _held(data, seg, key)
         if not held:
             return None
         i, found = _position(held, (sub[0], sub[1]))
@@ -232,7 +237,8 @@ class InMemoryWindowStore(SegmentedStore):
             return None
         old = held.pop(i)
         if not held:
-            assert data is not None and segment is not None
+            assert data is not None
+            segment: dict[Any, Any] = data[seg]
             del segment[key]
             if not segment:
                 del data[seg]
@@ -242,9 +248,7 @@ class InMemoryWindowStore(SegmentedStore):
     def _get_entry(self, key: Any, seg: int, sub: Any) -> Entry | None:
         if not self.retain_duplicates:
             return super()._get_entry(key, seg, sub)
-        data: dict[int, Any] | None = self._bucket_for(key, create=False)
-        segment: dict[Any, Any] | None = None if not data else data.get(seg)
-        held: list[Any] | None = None if segment is None else segment.get(key)
+        held = _held(self._bucket_for(key, create=False), seg, key)
         if not held:
             return None
         i, found = _position(held, (sub[0], sub[1]))
