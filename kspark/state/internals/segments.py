@@ -16,7 +16,8 @@ segment's keys are in no order: a range query sorts what it finds (state written
 were ``SortedDict`` objects loads as it is). Empty containers are always removed, so an empty
 bucket is ``{}`` (falsy). A store may hold a key's entries otherwise (a window store with
 duplicates: a list, see :mod:`kspark.state.window`) and then overrides the methods that reach
-into them (:meth:`SegmentedStore._sub_items`, ``_set_entry``, ``_get_entry``, ``_fill``).
+into them (:meth:`SegmentedStore._sub_items`, ``_set_entry``, ``_del_entry``, ``_get_entry``,
+``_fill``, and ``_on_bucket_loaded`` for buckets saved in this layout).
 A bucket filled by a bulk restore from nothing is held as a
 :class:`~kspark.state.internals.packed.PackedBucket` until first used (``StoreBase._bucket``
 builds it).
