@@ -5,7 +5,7 @@ for what it decodes as Python's does."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import numpy as np
@@ -19,19 +19,19 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-DECODER = json.JSONDecoder()
+DECODER: Final = json.JSONDecoder()
 #: msgspec's decoder of JSON bytes (untyped): the value ``DECODER`` gives for every document
 #: both accept (integers of any size as ints, floats rounded alike, duplicate keys the last
 #: one's value); it refuses what only ``DECODER`` takes (``NaN``, ``Infinity``, a number
 #: beyond a float's range, a lone surrogate escape), which then goes to ``DECODER``
-FAST_DECODE = msgspec.json.Decoder().decode
-ENCODER = json.JSONEncoder(separators=(",", ":"), default=_plain)
+FAST_DECODE: Final = msgspec.json.Decoder().decode
+ENCODER: Final = json.JSONEncoder(separators=(",", ":"), default=_plain)
 #: CPython's C encoder built once: ``json.dumps(value, separators=(",", ":"))`` without
 #: building an encoder per call (``JSONEncoder.encode`` builds one); no circular-reference check
 #: (a cyclic value fails with a RecursionError instead, reported the same way); ``None`` where
 #: the C encoder is missing
 _C_JSON = getattr(json.encoder, "c_make_encoder", None)
-ONE_SHOT = None if _C_JSON is None else _C_JSON(
+ONE_SHOT: Final = None if _C_JSON is None else _C_JSON(
     None, _plain, json.encoder.encode_basestring_ascii, None, ":", ",",
     False, False, True,
 )
@@ -47,9 +47,9 @@ def json_text(value: Any) -> str:
 #: msgspec's encoder: the bytes ``json_text`` gives for a value :func:`_msgspec_writes_alike`
 #: accepts, whenever those bytes are ASCII without DEL (msgspec writes other characters as they
 #: are, Python's encoder escapes them)
-_FAST_ENCODE = msgspec.json.Encoder().encode
+_FAST_ENCODE: Final = msgspec.json.Encoder().encode
 #: deeper values go Python's way (which also reports a cyclic value)
-_MAX_DEPTH = 32
+_MAX_DEPTH: Final = 32
 
 
 def _msgspec_writes_alike(value: object, depth: int) -> bool:
@@ -68,7 +68,12 @@ def _msgspec_writes_alike(value: object, depth: int) -> bool:
         return False
     if isinstance(value, dict) and kind is dict:
         for key, item in value.items():
-            if type(key) is not str or not _msgspec_writes_alike(item, depth + 1):
+            if type(key) is not str:
+                return False
+            # the scalars most values hold, checked here rather than by a call each
+            held = type(item)
+            if not (held is str or held is int or held is bool or item is None
+                    or _msgspec_writes_alike(item, depth + 1)):
                 return False
         return True
     if isinstance(value, list | tuple) and (kind is list or kind is tuple):

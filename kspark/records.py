@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from mypy_extensions import mypyc_attr
 
@@ -61,7 +61,7 @@ def to_headers(headers: Any) -> Headers:
     return tuple(out)
 
 
-_COUNT = struct.Struct(">i")
+_COUNT: Final = struct.Struct(">i")
 
 
 def encode_headers(headers: Headers) -> bytes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 #: the prefix of :meth:`ProcessorContext.shared_state` names among the task's processor states
-SHARED_STATE_PREFIX = "@shared:"
+SHARED_STATE_PREFIX: Final = "@shared:"
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users' processors subclass it

@@ -6,12 +6,12 @@ import heapq
 import itertools
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 #: the due time of a queue without schedules: after every timestamp (Kafka's are 64-bit)
-NEVER = 1 << 63
+NEVER: Final = 1 << 63
 
-MIN_INTERVAL_MS = 1
+MIN_INTERVAL_MS: Final = 1
 
 
 class PunctuationType(Enum):

@@ -9,7 +9,7 @@ sink, a list of records (or columns) goes through them at once, with the same ou
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from kspark.config import StreamsConfig
 from kspark.errors import SerializationError, StreamsError
@@ -26,7 +26,7 @@ from kspark.topology.topology import SinkNode, Topology
 SinkChain = tuple[list[tuple[str, RecordMapper]], str]
 #: fewer records than this go one at a time: the list machinery costs more than it saves (a
 #: cache flushed after every record, as the test driver commits, forwards one or two changes)
-_LIST_AT_LEAST = 3
+_LIST_AT_LEAST: Final = 3
 #: what a sink writes one record with: its node, key and value serializers
 _SinkWriter = tuple[SinkNode, Callable[[Any], bytes | None], Callable[[Any], bytes | None]]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from functools import partial
 from itertools import repeat
-from typing import Any
+from typing import Any, Final
 
 from kspark.config import StreamsConfig
 from kspark.drop_log import DROPS
@@ -53,7 +53,7 @@ __all__ = ["BatchView", "Encoded", "FastPathAborted", "Output", "OutputBlock", "
 
 #: a source node, its key and value deserializers and its children
 _SourceInput = tuple[SourceNode, Callable[[Any], Any], Callable[[Any], Any], list[str]]
-_PROCESS_TOTAL = "process-total"
+_PROCESS_TOTAL: Final = "process-total"
 
 
 class Task:

@@ -9,7 +9,7 @@ import copyreg
 import pickle
 import struct
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from mypy_extensions import mypyc_attr
 
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 #: what deserializers take: bytes, or any bytes-like object (a copy is decoded)
 Data = bytes | bytearray | memoryview
 
-_LONG = struct.Struct(">q")
-_END_START = struct.Struct(">qq")
+_LONG: Final = struct.Struct(">q")
+_END_START: Final = struct.Struct(">qq")
 #: Java's ``Long.MAX_VALUE``: Kafka Streams cuts a time window's end there
-MAX_LONG = (1 << 63) - 1
+MAX_LONG: Final = (1 << 63) - 1
 
 
 def _with_shortcut(

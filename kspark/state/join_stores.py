@@ -15,18 +15,18 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from kspark.records import KeyValue
 from kspark.serdes import Pickle, Serde, as_serde
 from kspark.state.internals.base import StoreBase
 from kspark.state.internals.common import check_name
 
-_LONG_SIDE = struct.Struct(">qB")
-_INT = struct.Struct(">i")
-_LONG2 = struct.Struct(">qq")
+_LONG_SIDE: Final = struct.Struct(">qB")
+_INT: Final = struct.Struct(">i")
+_LONG2: Final = struct.Struct(">qq")
 #: Kafka's ``ListSerde`` strategy flag for items of variable size
-_VARIABLE_SIZE = 1
+_VARIABLE_SIZE: Final = 1
 
 
 #: an outer-join store key: ``(timestamp, is_left, key bytes)``, a plain tuple (it orders as
@@ -288,8 +288,8 @@ class TimeOrderedBuffer(OrderedStore):
         return [KeyValue(k, v) for k, v in self.entries()]
 
 
-_TIME_FIRST = b"\x00"
-_BUFFER_TS = struct.Struct(">q")
+_TIME_FIRST: Final = b"\x00"
+_BUFFER_TS: Final = struct.Struct(">q")
 
 
 def buffer_key(timestamp: int, key_bytes: bytes, seq: int) -> bytes:

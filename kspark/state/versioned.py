@@ -21,16 +21,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from kspark.records import KeyValue, ValueAndTimestamp
 from kspark.state.internals.base import DEFAULT_BUCKETS, StoreBase
 from kspark.state.internals.common import check_name, order_error
 
 #: a put that was not stored (older than the history retention)
-PUT_RETURN_CODE_NOT_PUT = -(1 << 63)
+PUT_RETURN_CODE_NOT_PUT: Final = -(1 << 63)
 #: a put that made the latest version (no later version ends its validity)
-PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1
+PUT_RETURN_CODE_VALID_TO_UNDEFINED: Final = -1
 
 
 class VersionedRecord(NamedTuple):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -16,9 +16,9 @@ from kspark.state.internals.common import merge_sorted
 from kspark.state.internals.segments import EXPIRED, Entry, SegmentedStore
 from kspark.windows import Window, Windowed
 
-_INF = math.inf
+_INF: Final = math.inf
 #: sequence numbers of a store with duplicates wrap at Java's Integer.MAX_VALUE, as Kafka Streams'
-_MAX_INT = (1 << 31) - 1
+_MAX_INT: Final = (1 << 31) - 1
 
 
 def _by_start_key(item: tuple[Any, Any, Any]) -> Any:

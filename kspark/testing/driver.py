@@ -9,7 +9,7 @@ changelog topic of a logged store (``<application.id>-<store>-changelog``) can b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from kspark._duration import Duration, to_ms
 from kspark.config import StreamsConfig
@@ -28,12 +28,12 @@ from kspark.topology.topology import Topology
 
 #: an unread record of an output topic: key, value, timestamp and headers, a row of a
 #: :class:`ChunkedQueue` (many unread records cost the garbage collector next to nothing)
-_UNREAD_FIELDS = 4
+_UNREAD_FIELDS: Final = 4
 #: a kept changelog entry: key, value, timestamp
-_CHANGELOG_FIELDS = 3
+_CHANGELOG_FIELDS: Final = 3
 #: the changelog entries are taken from the tasks every this many records + 1 of a topic, into
 #: chunks that a full collection does not visit item by item; not at a cost every record
-_KEEP_EVERY = 63
+_KEEP_EVERY: Final = 63
 
 
 class TopologyTestDriver:

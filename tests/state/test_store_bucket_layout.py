@@ -71,12 +71,20 @@ def test_buckets_with_sorted_dict_entries_still_load():
 def test_remembered_buckets_are_the_hashed_ones(monkeypatch):
     monkeypatch.setattr(state_base, "_BUCKET_MEMO_SIZE", 3)
     store = InMemoryWindowStore("w", 1000, 10, num_buckets=16)
+    store._bucket_memo.clear()  # the process's memo for 16 buckets, filled by other tests
     keys = ["a", b"a", "b", "c", "d", "a", 1, 1.0, True, ("a", 1), b"a", "a"]
     for _ in range(2):
         # 1, 1.0 and True are equal in Python but hash apart, so they are never remembered
         assert [store.bucket_of(k) for k in keys] == [stable_hash(k) % 16 for k in keys]
     assert len(store._bucket_memo) <= 3
     assert len({store.bucket_of(k) for k in (1, 1.0, True)}) > 1
+    # stores with as many buckets share the memo, stores with other counts do not
+    other = InMemoryWindowStore("v", 1000, 10, num_buckets=7)
+    same = InMemoryWindowStore("u", 1000, 10, num_buckets=16)
+    for k in keys:  # the same key objects asked of each store in turn
+        assert [s.bucket_of(k) for s in (store, other, same, other)] == \
+            [stable_hash(k) % b for b in (16, 7, 16, 7)]
+    assert same._bucket_memo is store._bucket_memo is not other._bucket_memo
 
 
 keys_of_every_kind = st.lists(st.one_of(

@@ -16,18 +16,18 @@ the changelog (docs/semantics.md §6).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Final, Literal, Protocol, overload
 
 from kspark.drop_log import DROPS
 from kspark.errors import InvalidStateStoreError
 from kspark.hashing import stable_hash, stable_hashes
 from kspark.state.internals.packed import PackedBucket
 
-DEFAULT_BUCKETS = 16
+DEFAULT_BUCKETS: Final = 16
 #: most keys whose bucket a store remembers
 _BUCKET_MEMO_SIZE = 1 << 16
 #: no key yet: what a store's last looked-up key is before its first look-up
-_NO_KEY = object()
+_NO_KEY: Final = object()
 
 #: ``listener(store_key, new_value, old_value, timestamp)`` called for each dirty key at flush
 #: (batched: ``listener(entries)`` once, with every such tuple in order).
@@ -89,6 +89,30 @@ class NullContext:
         return True
 
 
+
+class BucketMemo:
+    """The buckets of str and bytes keys for one bucket count. A key's bucket depends on the
+    key and the count only, so the stores of a process with as many buckets share one: a
+    record's calls into a join's or an aggregation's stores ask for the same key object in a
+    row."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[str | bytes, int] = {}
+        #: the key last asked for and its bucket (one tuple: read and replaced at once)
+        self.last: tuple[object, int] = (_NO_KEY, 0)
+
+
+_MEMOS: Final[dict[int, BucketMemo]] = {}
+
+
+def bucket_memo(num_buckets: int) -> BucketMemo:
+    """The process's :class:`BucketMemo` for ``num_buckets``."""
+    memo = _MEMOS.get(num_buckets)
+    if memo is None:
+        memo = _MEMOS[num_buckets] = BucketMemo()
+    return memo
+
+
 class StoreBase:
     """Common machinery: name, buckets, change tracking, caching, changelog, lifecycle."""
 
@@ -116,12 +140,10 @@ class StoreBase:
         self._buckets: dict[int, Any] = {}
         self._fetched: set[int] = set()  # buckets already asked of the loader this batch
         self._dirty_buckets: set[int] = set()
-        #: bucket of each str / bytes key seen (other types: 1 == 1.0 == True hash apart)
-        self._bucket_memo: dict[str | bytes, int] = {}
-        #: the key last looked up in the memo and its bucket: a record's store calls ask for
-        #: the bucket of the same key object several times in a row
-        self._last_key: object = _NO_KEY
-        self._last_bucket = 0
+        #: bucket of each str / bytes key seen, shared by the process's stores with as many
+        #: buckets (other key types: 1 == 1.0 == True hash apart)
+        self._memo = bucket_memo(num_buckets)
+        self._bucket_memo: dict[str | bytes, int] = self._memo.buckets
         # caching: store key -> (value before the first update, latest value, latest timestamp)
         self._dirty: dict[Any, tuple[Any, Any, int]] = {}
         self._flush_listener: FlushListener | None = None
@@ -188,18 +210,21 @@ class StoreBase:
     def bucket_of(self, key: Any) -> int:
         if self.num_buckets == 1:
             return 0
-        if key is self._last_key:  # a str or bytes key, so its bucket cannot have changed
-            return self._last_bucket
+        memo = self._memo
+        last = memo.last
+        if key is last[0]:  # a str or bytes key, so its bucket cannot have changed
+            bucket: int = last[1]
+            return bucket
         if type(key) is not str and type(key) is not bytes:
             return stable_hash(key) % self.num_buckets
-        memo = self._bucket_memo
-        bucket = memo.get(key)
-        if bucket is None:
-            if len(memo) >= _BUCKET_MEMO_SIZE:
-                memo.clear()
-            bucket = memo[key] = stable_hash(key) % self.num_buckets
-        self._last_key, self._last_bucket = key, bucket
-        return bucket
+        buckets = memo.buckets
+        found = buckets.get(key)
+        if found is None:
+            if len(buckets) >= _BUCKET_MEMO_SIZE:
+                buckets.clear()
+            found = buckets[key] = stable_hash(key) % self.num_buckets
+        memo.last = (key, found)
+        return found
 
     def buckets_of(self, keys: Sequence[Any]) -> list[int]:
         """The bucket of each of ``keys`` (:meth:`bucket_of` for many keys at once)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -57,7 +57,7 @@ def sub_keys(subs: dict[Any, Any], lo: Any = None, hi: Any = None) -> list[Any]:
 
 
 #: Marker returned by :meth:`SegmentedStore._write` when the target segment has expired.
-EXPIRED = object()
+EXPIRED: Final = object()
 
 Entry = tuple[Any, int]  # (value, timestamp)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 #: rows per chunk
-CHUNK = 256
+CHUNK: Final = 256
 
 Row = tuple[Any, ...]
 

@@ -16,7 +16,7 @@ and the smallest timestamp in the outer-join store (:meth:`ProcessorContext.shar
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from kspark.dsl.internals.processors import drop_null
 from kspark.errors import SerializationError
@@ -29,8 +29,8 @@ from kspark.windows import JoinWindows
 
 #: shared state keys: the join's stream time, and the smallest timestamp put into the outer-join
 #: store since its last scan (``None``: none, Kafka Streams' ``Long.MAX_VALUE``)
-STREAM_TIME = "stream_time"
-MIN_TIME = "min_time"
+STREAM_TIME: Final = "stream_time"
+MIN_TIME: Final = "min_time"
 
 
 class JoinWindowProcessor(Processor):
@@ -111,6 +111,9 @@ class StreamJoinProcessor(Processor):
         self.tracker = context.shared_state(self.shared)
         self.tracker.setdefault(STREAM_TIME, -1)
         self.tracker.setdefault(MIN_TIME, None)
+        keys = self.outer_keys
+        self.key_bytes = None if keys is None else keys.key_serde.serializer()
+        self.record_key = None if keys is None else keys.key_serde.deserializer()
 
     def join(self, this: Any, other: Any) -> Any:
         """``joiner(left value, right value)`` of this side's and the other side's value."""
@@ -119,8 +122,9 @@ class StreamJoinProcessor(Processor):
     def process(self, record: Record) -> None:
         ts = event_time(record)
         tracker = self.tracker
-        if ts > tracker[STREAM_TIME]:
-            tracker[STREAM_TIME] = ts
+        stream_time: int = tracker[STREAM_TIME]
+        if ts > stream_time:
+            tracker[STREAM_TIME] = stream_time = ts
         key, value = record.key, record.value
         if key is None or value is None:
             if self.outer and key is None and value is not None:
@@ -129,19 +133,18 @@ class StreamJoinProcessor(Processor):
                 drop_null(self.context, record, "key" if key is None else "value",
                           f"in stream-stream join {self.context.processor_name!r}")
             return
-        stream_time = tracker[STREAM_TIME]
         outer_store = self.outer_store
         if outer_store is not None and ts == stream_time:
-            self._emit_closed(record, outer_store)
+            self._emit_closed(record, outer_store, stream_time)
         time_to = max(0, ts + self.after_ms)
         others = self.other_store.fetch_values(key, max(0, ts - self.before_ms), time_to)
         forward = self.context.forward
         headers = record.headers
         deserialize = self.deserialize_other
         if others and self.clear_partners:
-            assert outer_store is not None and self.outer_keys is not None
+            assert outer_store is not None and self.key_bytes is not None
             other_side = not self.left
-            key_bytes = self.outer_keys.key_bytes(key)
+            key_bytes = self.key_bytes(key) or b""
             for other_ts, _ in others:
                 outer_store.put_if_absent((other_ts, other_side, key_bytes), None)
         for other_ts, other_data in others:
@@ -152,21 +155,21 @@ class StreamJoinProcessor(Processor):
         if outer_store is None or time_to < stream_time:
             forward(record.with_value(self.join(value, None)))
             return
-        assert self.outer_keys is not None
-        if tracker[MIN_TIME] is None or ts < tracker[MIN_TIME]:
+        assert self.key_bytes is not None
+        min_time = tracker[MIN_TIME]
+        if min_time is None or ts < min_time:
             tracker[MIN_TIME] = ts
-        outer_store.put(self.outer_keys.key_of(ts, self.left, key),
+        outer_store.put((ts, self.left, self.key_bytes(key) or b""),
                         side_item(self.left, self.serialize_this(value)))
 
-    def _emit_closed(self, record: Record, store: ListValueStore) -> None:
+    def _emit_closed(self, record: Record, store: ListValueStore, stream_time: int) -> None:
         """Forward (and remove) the unmatched records of the outer-join store whose window has
         closed, oldest first, as Kafka Streams does: it reads the store in key order (timestamp,
         side, key) until both sides have a record whose window is still open, and remembers
         the timestamp of the last record it looked at."""
         tracker = self.tracker
-        stream_time = tracker[STREAM_TIME]
         min_time = tracker[MIN_TIME]
-        grace = self.windows.grace_ms
+        grace: int = self.windows.grace_ms
         if min_time is None:
             # Kafka Streams keeps Long.MAX_VALUE here, and MAX_VALUE + after + grace overflows
             # (so it looks) unless after + grace <= 0; this is the case after a restore, when
@@ -175,33 +178,41 @@ class StreamJoinProcessor(Processor):
                 return
         elif min_time + self.after_ms + grace >= stream_time:
             return  # nothing can have closed yet
-        tracker[MIN_TIME] = None
-        after, before = self.windows.after_ms, self.windows.before_ms
+        # the timestamp of the last record looked at, None while there was none
+        last: int | None = None
+        after: int = self.windows.after_ms
+        before: int = self.windows.before_ms
         left_open = right_open = False
         emitted = []
         forward = self.context.forward
         headers = record.headers
         joiner = self.joiner
-        assert self.outer_keys is not None
-        record_key = self.outer_keys.record_key
-        for store_key, items in store.entries():
-            timestamp, is_left, _ = store_key
-            tracker[MIN_TIME] = timestamp
-            if left_open and right_open:
-                break
-            if timestamp + (after if is_left else before) + grace >= stream_time:
-                if is_left:
-                    left_open = True
-                else:
-                    right_open = True
-                continue
-            key = record_key(store_key)
-            for item in items:
-                if item[0] == 1:
-                    out = joiner(self.deserialize_left(item[1:]), None)
-                else:
-                    out = joiner(None, self.deserialize_right(item[1:]))
-                forward(Record(key, out, timestamp, headers))
-            emitted.append(store_key)
+        record_key = self.record_key
+        assert record_key is not None
+        timestamp: int
+        is_left: bool
+        item: bytes
+        try:
+            for store_key, items in store.entries():
+                timestamp, is_left, key_bytes = store_key
+                last = timestamp
+                if left_open and right_open:
+                    break
+                if timestamp + (after if is_left else before) + grace >= stream_time:
+                    if is_left:
+                        left_open = True
+                    else:
+                        right_open = True
+                    continue
+                key = record_key(key_bytes)
+                for item in items:
+                    if item[0] == 1:
+                        out = joiner(self.deserialize_left(item[1:]), None)
+                    else:
+                        out = joiner(None, self.deserialize_right(item[1:]))
+                    forward(Record(key, out, timestamp, headers))
+                emitted.append(store_key)
+        finally:
+            tracker[MIN_TIME] = last
         if emitted:
             store.remove_all(emitted)

@@ -18,7 +18,7 @@ already that late when it arrives, or with a null key, is joined at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, Final
 
 from kspark.dsl.internals.processors import drop_null
 from kspark.dsl.internals.table_views import ValueGetterSupplier
@@ -28,8 +28,8 @@ from kspark.serdes import Serde, as_serde
 from kspark.state.join_stores import BufferedRecord, buffer_key, buffer_key_parts
 
 #: processor state keys of the grace buffer: its stream time and its last sequence number
-BUFFER_TIME = "buffer_time"
-BUFFER_SEQ = "buffer_seq"
+BUFFER_TIME: Final = "buffer_time"
+BUFFER_SEQ: Final = "buffer_seq"
 
 
 class StreamTableJoinProcessor(Processor):

@@ -5,7 +5,7 @@ sliding window aggregations (store access, forwarding, emission on window close)
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from kspark._duration import to_ms
 from kspark.dsl.internals.aggregations import Aggregation
@@ -18,8 +18,8 @@ from kspark.state.builders import StoreBuilder, Stores
 from kspark.windows import EmitStrategy, EmitType, SlidingWindows, TimeWindows, Window, Windowed
 
 #: ``processor_state`` keys (persisted with the task across restarts).
-OBSERVED = "observed_stream_time"
-LAST_EMIT = "last_emit_close_time"
+OBSERVED: Final = "observed_stream_time"
+LAST_EMIT: Final = "last_emit_close_time"
 
 
 def materialized_options(materialized: Materialized | str | None) -> dict[str, Any]:
