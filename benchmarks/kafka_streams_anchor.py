@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from kspark.maven import BuildError, build_jar
+from kspark.jvm.maven import BuildError, build_jar
 
 SOURCES = Path(__file__).resolve().parent / "kafka-streams-anchor"
 JAR_NAME = "kspark-kafka-streams-anchor.jar"

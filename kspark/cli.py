@@ -103,8 +103,8 @@ def broker(
     """Run Apache Kafka (one KRaft node, fetched from Maven Central on first use) until Ctrl-C."""
     import time
 
+    from kspark.jvm.maven import ResolutionError
     from kspark.kafka.broker import KAFKA_VERSION, BrokerError, EmbeddedBroker
-    from kspark.maven import ResolutionError
 
     users = {}
     for given in sasl_user or []:

@@ -17,7 +17,7 @@ PACKAGE = "kspark"
 #: the layer of each top-level module or package of kspark; imports go to the same or lower
 LAYERS: dict[str, int] = {
     "_duration": 1, "_json_codec": 1, "errors": 1, "hashing": 1, "windows": 1, "serdes": 1,
-    "records": 1, "record_columns": 1, "config": 1, "drop_log": 1, "maven": 1, "compiled": 1,
+    "records": 1, "record_columns": 1, "config": 1, "drop_log": 1, "jvm": 1, "compiled": 1,
     "frozen": 1,
     "state": 2,
     "processor": 3,

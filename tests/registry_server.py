@@ -1,6 +1,6 @@
 """A Schema Registry server for the tests: Apicurio Registry 2.4.2 (its Confluent-compatible
 API under ``/apis/ccompat/v7``, in-memory storage), built from ``schema-registry/`` with Maven
-on first use and cached as the oracle is (``kspark.maven.build_jar``), run as one JVM on a free
+on first use and cached as the oracle is (``kspark.jvm.maven.build_jar``), run as one JVM on a free
 loopback port for the whole test run."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from net_util import free_port
 
-from kspark.maven import build_jar
+from kspark.jvm.maven import build_jar
 
 SOURCES = Path(__file__).resolve().parents[1] / "schema-registry"
 JAR_NAME = "kspark-schema-registry-1.0-runner.jar"

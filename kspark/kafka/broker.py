@@ -1,7 +1,7 @@
 """The embedded broker: Apache Kafka itself, one KRaft node on loopback, for development and tests.
 
 It runs Apache Kafka's own server (``org.apache.kafka:kafka_2.13``, fetched from Maven Central on
-first use and cached, see :mod:`kspark.maven`) in a JVM of its own: one node that is both broker
+first use and cached, see :mod:`kspark.jvm.maven`) in a JVM of its own: one node that is both broker
 and controller (KRaft, no ZooKeeper), its data in a temporary directory that is removed at stop,
 or in ``data_dir`` where it survives. Internal topics (offsets, transactions) have one replica,
 so Kafka transactions and consumer groups work as on a cluster. Topics keep their records
@@ -36,6 +36,8 @@ import uuid
 from typing import IO
 
 from kspark.errors import KsparkError
+from kspark.jvm.class_archive import archive_options
+from kspark.jvm.maven import resolve
 from kspark.kafka.security import (
     INTERNAL_USER,
     SASL_MECHANISMS,
@@ -49,7 +51,6 @@ from kspark.kafka.security import (
     sasl_properties,
     tls_properties,
 )
-from kspark.maven import resolve
 
 __all__ = ["BROKER_ARTIFACTS", "INTERNAL_USER", "KAFKA_VERSION", "BrokerError", "EmbeddedBroker",
            "free_port", "jaas_quote", "plain_jaas_config"]
@@ -65,6 +66,12 @@ BROKER_ARTIFACTS = (
 #: the cores to the work under test)
 JVM_OPTIONS = ("-Xms128m", "-Xmx768m", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
                "-Djava.awt.headless=true")
+
+
+def broker_class_archive(java: str, classpath: str) -> list[str]:
+    """The broker JVM's class archive options (:mod:`kspark.jvm.class_archive`)."""
+    return archive_options("kafka-broker", java, classpath.split(os.pathsep), JVM_OPTIONS)
+
 
 _LOG4J = """\
 status = warn
@@ -334,7 +341,7 @@ class EmbeddedBroker:
         if not os.path.exists(os.path.join(log_dir, "meta.properties")):
             self._format(jvm, props_path)
         self._proc = subprocess.Popen(
-            [*jvm, "kafka.Kafka", props_path],
+            [*jvm, *broker_class_archive(java, classpath), "kafka.Kafka", props_path],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -165,11 +165,14 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     builder = SparkSession.builder.master(master).appName("kspark")
     settings = {**kspark_spark_conf(), **(conf or {})}
     add_connector_jars(settings)  # Spark's Kafka connector, when it can be had
-    for key, value in settings.items():
-        builder = builder.config(key, str(value))
     # the JVM (and every Python worker it starts) takes SPARK_HOME from the environment at launch
     previous = os.environ.get("SPARK_HOME")
     home = spark_home_without_zipped_python()
+    if settings["spark.driver.defaultJavaOptions"] == JVM_OPTIONS:  # not the user's own
+        settings["spark.driver.defaultJavaOptions"] = " ".join(
+            [JVM_OPTIONS, *(f'"{o}"' if " " in o else o for o in driver_class_archive(home))])
+    for key, value in settings.items():
+        builder = builder.config(key, str(value))
     if home is not None:
         os.environ["SPARK_HOME"] = home
     try:
@@ -185,6 +188,22 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     spark.sparkContext.setLogLevel("ERROR")
     register_data_sources(spark)
     return spark
+
+
+def driver_class_archive(home: str | None) -> list[str]:
+    """The driver JVM's class archive options (:mod:`kspark.jvm.class_archive`) for the Spark
+    home ``home`` (None: pyspark's own)."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    from kspark.jvm.class_archive import archive_options
+    from kspark.jvm.maven import ResolutionError, java
+
+    try:
+        command = java()
+    except ResolutionError:
+        return []
+    jars = os.path.join(home or _find_spark_home(), "jars")
+    return archive_options("spark", command, [jars], [JVM_OPTIONS])
 
 
 #: the Spark sessions kspark's data sources are registered with

@@ -9,12 +9,15 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka_util import BASE_MS, consume, create, produce
 
 from kspark.examples.sessions import topology as sessions_topology
+from kspark.jvm.class_archive import MAGIC
+from kspark.jvm.maven import cache_dir
 from kspark.kafka import EmbeddedBroker, TopicError, TopicSpec, ensure_topics, topology_topics
 from kspark.kafka.reader import OffsetLookup, OffsetRange, limit_ranges, plan_start, read_range
 from kspark.topology.internals.plan import ExecutionPlan
@@ -175,14 +178,27 @@ def test_topology_topics_lists_outputs_and_compacted_changelogs():
     assert "shop-session-pages-changelog" in specs
 
 
-def test_broker_stops_cleanly():
+def test_broker_stops_cleanly_and_maps_or_writes_its_class_archive():
     broker = EmbeddedBroker().start()
     pid, port = broker.pid, broker.port
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        arguments = f.read().decode().split("\0")
+    (option,) = [a for a in arguments
+                 if a.startswith(("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit="))]
+    path = Path(option.split("=", 1)[1])
+    assert path.parent == cache_dir() / "jvm" and path.name.startswith("kafka-broker-")
+    if option.startswith("-XX:SharedArchiveFile="):
+        with open(f"/proc/{pid}/maps") as f:
+            assert str(path) in f.read()  # Java took it (it ignores one it cannot use)
     broker.stop()
     with pytest.raises(OSError):
         os.kill(pid, 0)  # reaped
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+    if option.startswith("-XX:ArchiveClassesAtExit="):  # written whole as it stopped (unless
+        # another start has made it the archive since)
+        archive = path.parent / f"{path.name.split('.')[0]}.jsa"
+        assert archive.exists() or path.read_bytes()[:4] == MAGIC
 
 
 def test_kspark_broker_command_prints_its_address_and_stops_on_ctrl_c(tmp_path):

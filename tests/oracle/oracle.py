@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kspark.maven import BuildError, build_jar
+from kspark.jvm.maven import BuildError, build_jar
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "oracle"

@@ -8,6 +8,7 @@ import os
 
 import pyspark
 
+from kspark.jvm.maven import cache_dir
 from kspark.spark.internals.worker_daemon import GC_THRESHOLD
 
 
@@ -138,8 +139,19 @@ def test_the_local_session_jvm_runs_with_kspark_jvm_options(spark):
     for option in JVM_OPTIONS.split():
         assert option in arguments, arguments
     conf = spark.sparkContext.getConf()
-    assert conf.get("spark.driver.defaultJavaOptions") == JVM_OPTIONS
+    driver = conf.get("spark.driver.defaultJavaOptions")
+    assert driver.startswith(JVM_OPTIONS)
     assert conf.get("spark.executor.defaultJavaOptions") == JVM_OPTIONS
+    # and its class archive (kspark.jvm.class_archive): mapped, or written when the JVM exits
+    archive = [a for a in arguments
+               if a.startswith(("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit="))]
+    assert len(archive) == 1 and archive[0] in driver.split(), (driver, arguments)
+    path = archive[0].split("=", 1)[1]
+    assert os.path.dirname(path) == str(cache_dir() / "jvm")
+    if "-XX:SharedArchiveFile=" in archive[0]:
+        pid = jvm.java.lang.ProcessHandle.current().pid()
+        with open(f"/proc/{pid}/maps") as f:
+            assert path in f.read()  # Java took it (it ignores one it cannot use)
 
 
 def test_the_local_session_writes_checkpoints_through_the_file_system_api(spark):

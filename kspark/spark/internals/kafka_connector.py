@@ -1,7 +1,7 @@
 """Spark's own Kafka connector (``spark.readStream.format("kafka")``, the Maven artifact
 ``org.apache.spark:spark-sql-kafka-0-10``), which pyspark does not ship.
 
-:func:`connector_jars` fetches it from Maven Central once (cached, see :mod:`kspark.maven`):
+:func:`connector_jars` fetches it from Maven Central once (cached, see :mod:`kspark.jvm.maven`):
 the installed Spark's version, else, when that is not published, the newest earlier one of the
 same major version (logged at WARNING). :func:`add_connector_jars` puts those jars on a new
 local session's ``spark.jars``; without them (no network, no Java to run Ivy) the session has no
@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kspark.errors import KsparkError
+from kspark.jvm.maven import cache_dir, resolve
 from kspark.kafka.broker import jaas_quote
-from kspark.maven import cache_dir, resolve
 
 log = logging.getLogger("kspark.spark.internals.kafka_connector")
 

@@ -25,7 +25,7 @@ from xml.sax.saxutils import quoteattr
 
 from kspark.errors import KsparkError
 
-log = logging.getLogger("kspark.maven")
+log = logging.getLogger("kspark.jvm.maven")
 
 #: the cache directory's environment variable
 ENV_CACHE = "KSPARK_CACHE_DIR"
@@ -125,7 +125,8 @@ def ivy_jar() -> str | None:
     return found[-1] if found else None
 
 
-def _java() -> str:
+def java() -> str:
+    """The ``java`` that Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
@@ -161,7 +162,7 @@ def _fetch_with_ivy(ivy: str, coordinates: list[str], target: Path) -> None:
             )
         pattern = str(target / "[organisation]-[artifact]-[revision](-[classifier]).[ext]")
         _run(
-            [_java(), "-jar", ivy, "-ivy", module, "-confs", "default",
+            [java(), "-jar", ivy, "-ivy", module, "-confs", "default",
              "-cache", str(cache_dir() / "ivy"), "-retrieve", pattern],
             "Apache Ivy (pyspark's)",
             cwd=work,
