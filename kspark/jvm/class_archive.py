@@ -71,8 +71,8 @@ def archive_key(java: str, classpath: Sequence[str], options: Sequence[str]) -> 
 def archive_options(kind: str, java: str, classpath: Sequence[str], options: Sequence[str],
                     directory: Path | None = None) -> list[str]:
     """The options that give a JVM of ``kind`` (started with ``java``, ``classpath`` and
-    ``options``) its class archive: map it, or write it at exit if there is none yet. None when
-    :data:`ENV_OFF` is ``0`` or the cache directory cannot be written."""
+    ``options``) its class archive: map it, or write it at exit if there is none yet. No
+    options when :data:`ENV_OFF` is ``0`` or the cache directory cannot be written."""
     if os.environ.get(ENV_OFF) == "0":
         return []
     folder = directory if directory is not None else cache_dir() / "jvm"
@@ -89,12 +89,6 @@ def archive_options(kind: str, java: str, classpath: Sequence[str], options: Seq
     except OSError as exc:
         log.debug("no class archive for the %s JVM: %s", kind, exc)
         return []
-
-
-def maps_archive(options: Sequence[str]) -> bool:
-    """Whether ``options`` (of :func:`archive_options`) map an archive, rather than write one
-    or none."""
-    return any(o.startswith("-XX:SharedArchiveFile=") for o in options)
 
 
 def _tidy(java: str, folder: Path, name: str, archive: Path) -> None:

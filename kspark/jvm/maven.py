@@ -128,10 +128,10 @@ def ivy_jar() -> str | None:
 def java() -> str:
     """The ``java`` that Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.exists(java):
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not found or not os.path.exists(found):
         raise ResolutionError("Java 17 is required and was not found (java on PATH or JAVA_HOME)")
-    return java
+    return found
 
 
 def _run(command: list[str], what: str, cwd: str | None = None) -> None:

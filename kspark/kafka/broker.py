@@ -68,11 +68,6 @@ JVM_OPTIONS = ("-Xms128m", "-Xmx768m", "-XX:TieredStopAtLevel=1", "-Xshare:auto"
                "-Djava.awt.headless=true")
 
 
-def broker_class_archive(java: str, classpath: str) -> list[str]:
-    """The broker JVM's class archive options (:mod:`kspark.jvm.class_archive`)."""
-    return archive_options("kafka-broker", java, classpath.split(os.pathsep), JVM_OPTIONS)
-
-
 _LOG4J = """\
 status = warn
 appender.out.type = Console
@@ -340,8 +335,10 @@ class EmbeddedBroker:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
         if not os.path.exists(os.path.join(log_dir, "meta.properties")):
             self._format(jvm, props_path)
+        # the broker's class archive (not the storage tool's above)
+        archive = archive_options("kafka-broker", java, classpath.split(os.pathsep), JVM_OPTIONS)
         self._proc = subprocess.Popen(
-            [*jvm, *broker_class_archive(java, classpath), "kafka.Kafka", props_path],
+            [*jvm, *archive, "kafka.Kafka", props_path],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -20,7 +20,6 @@ from kspark.jvm.class_archive import (
     UNUSED_S,
     archive_key,
     archive_options,
-    maps_archive,
 )
 
 JAVA = shutil.which("java")
@@ -36,6 +35,10 @@ def run_java(options: list[str]) -> subprocess.CompletedProcess[str]:
 def options_for(folder: Path, options: tuple[str, ...] = ("-Xmx64m",)) -> list[str]:
     assert JAVA is not None
     return archive_options("test", JAVA, [], options, directory=folder)
+
+
+def maps_archive(options: list[str]) -> bool:
+    return any(o.startswith("-XX:SharedArchiveFile=") for o in options)
 
 
 def dump_path(options: list[str]) -> Path:
