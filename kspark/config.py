@@ -88,6 +88,7 @@ SETTINGS = {s.name: s for s in (
     Setting("spark.kspark.tick.ms", None, lambda n, v: _whole(n, v, 1)),
     Setting("spark.kspark.files.read.in.stage", None, _choice("auto", "true", "false")),
     Setting("spark.kspark.kafka.read.in.stage", None, _choice("true", "false")),
+    Setting("spark.kspark.sink.in.stage", None, _choice("true", "false")),
 )}
 _BY_ATTR = {s.attr: s for s in SETTINGS.values() if s.attr}
 

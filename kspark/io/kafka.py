@@ -58,7 +58,7 @@ def writer_for(app: AppView, bootstrap_servers: str, config: dict[str, Any]
     writers = _writers.setdefault(app, {})
     key = (bootstrap_servers, json.dumps(config, sort_keys=True, default=str))
     if key not in writers:
-        fence(bootstrap_servers, app.application_id, app.spark_partitions, config)
+        fence(bootstrap_servers, app.application_id, range(app.spark_partitions), config)
         writers[key] = KafkaPartitionWriter(bootstrap_servers, app.application_id, config)
     return writers[key]
 

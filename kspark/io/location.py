@@ -63,6 +63,40 @@ class PartitionWriter(ABC):
         """On the driver, once every partition of batch ``batch_id`` is written."""
 
 
+class TaskWriter(ABC):
+    """Writes a kspark task's records of a micro-batch from its stage, right after the task
+    (not at the end of the Spark task that runs it with others), once per task and batch: the
+    unit Kafka Streams' tasks commit in. Pickled to the executors with the stage."""
+
+    @abstractmethod
+    def take_over(self, tasks: list[str]) -> None:
+        """On the driver at ``app.start()``: make sure no earlier instance of the application
+        still writes for ``tasks`` (their writers fenced)."""
+
+    @abstractmethod
+    def open_task(self, batch_id: int, run: str, task: str) -> None:
+        """Before task ``task`` runs its part of batch ``batch_id`` of query run ``run`` (and
+        maybe before the tasks run ahead of it): start what writing its records needs,
+        overlapping the tasks' work; once per task and batch. :meth:`close_task` follows,
+        whether :meth:`write_task` was called or not."""
+
+    @abstractmethod
+    def write_task(self, batch_id: int, run: str, task: str,
+                   rows: Mapping[str, list[tuple[Any, Any, int, int, Any]]]) -> dict[str, int]:
+        """Write the task's records (topic -> ``(key, value, timestamp, partition, headers)``),
+        unless the task wrote this batch before (a retried or replayed one). Returns counters
+        for the application's metrics."""
+
+    @abstractmethod
+    def close_task(self, task: str) -> None:
+        """Release what :meth:`open_task` made for ``task``."""
+
+    @abstractmethod
+    def close_tasks(self) -> None:
+        """When the Spark task that ran the tasks ends: release what :meth:`open_task` made
+        for tasks that did not run."""
+
+
 class TopicLocation(ABC):
     """Where one topic of a topology lives: a source, a sink, or both."""
 

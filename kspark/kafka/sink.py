@@ -6,9 +6,11 @@ together with a marker ``{"run", "batch"}`` in a small compacted topic of the ap
 (``<application id>-kspark-sink-batches``, keyed by the transactional id). Consumers reading
 with ``isolation.level=read_committed`` see a batch whole or not at all.
 
-On Spark each partition of the query's last stage writes its own records from the task that
-computed them, in its own transactions: the transactional id is stable per application and
-writer (``<application id>-kspark-sink-<partition>``; a writer of no partition has
+On Spark each kspark task writes its records from its stage right after it ran, in its own
+transactions (or, where the stage cannot, each partition of the query's last stage writes
+them): the transactional id is stable per application and writer
+(``<application id>-kspark-sink-<task>`` with a task id such as ``0_3``, or
+``<application id>-kspark-sink-<partition>``; a writer of neither has
 ``<application id>-kspark-sink``), so a restarted or duplicate instance takes it over: its first
 call (``init_transactions``) aborts whatever transaction the old one left open and fences the old
 producer, whose next commit fails. The new writer then reads its last committed marker: Spark
@@ -46,9 +48,9 @@ def marker_topic(application_id: str) -> str:
     return f"{application_id}-kspark-sink-batches"
 
 
-def transactional_id(application_id: str, partition: int | None = None) -> str:
-    """The transactional id of an application's writer for a Spark partition of its last stage
-    (stable across restarts)."""
+def transactional_id(application_id: str, partition: int | str | None = None) -> str:
+    """The transactional id of an application's writer for a kspark task (its id, ``"0_3"``)
+    or a Spark partition of the query's last stage (stable across restarts)."""
     base = f"{application_id}-kspark-sink"
     return base if partition is None else f"{base}-{partition}"
 
@@ -64,7 +66,7 @@ class TransactionalWriter:
         application_id: str,
         config: dict[str, Any] | None = None,
         timeout: float = 120.0,
-        partition: int | None = None,
+        partition: int | str | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.application_id = application_id
@@ -272,16 +274,23 @@ class TransactionalWriter:
             producer.close()
 
 
-def fence(bootstrap_servers: str, application_id: str, partitions: int,
+def fence(bootstrap_servers: str, application_id: str, writers: Iterable[int | str],
           config: dict[str, Any] | None = None) -> None:
-    """Take over the transactional ids of an application's writers for ``partitions`` Spark
-    partitions: the transactions an earlier instance left open are aborted and its producers
-    fenced, before this instance runs a batch."""
-    for partition in range(partitions):
+    """Take over the transactional ids of an application's ``writers`` (kspark task ids and
+    Spark partitions, see :func:`transactional_id`), several at once: the transactions an
+    earlier instance left open are aborted and its producers fenced, before this instance
+    runs a batch."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def take_over(partition: int | str) -> None:
         writer = TransactionalWriter(bootstrap_servers, application_id, config,
                                      partition=partition)
         writer.take_over()
         writer.close()
+
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kspark-fence") as pool:
+        for done in [pool.submit(take_over, w) for w in writers]:
+            done.result()
 
 
 def last_marker(bootstrap_servers: str, topic: str, writer: str,

@@ -25,6 +25,7 @@ from kspark.topology.topology import Topology
 
 if TYPE_CHECKING:
     from kspark.kafka.acls import AclNeed
+    from kspark.spark.internals.task_sinks import TaskSinks
     from kspark.spark.prometheus import MetricsEndpoint
 
 log = logging.getLogger("kspark.app")
@@ -221,8 +222,9 @@ class StreamsApp:
         except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext
             return None
 
-    def build_query_frame(self) -> Any:
-        """The streaming DataFrame of output rows (before the sink)."""
+    def build_query_frame(self, task_sinks: TaskSinks | None = None) -> Any:
+        """The streaming DataFrame of output rows (before the sink), its stages writing
+        ``task_sinks`` themselves."""
         from kspark.spark.internals.query_frame import query_frame, source_frame
 
         read_in_stage = self._read_files_in_stage()
@@ -238,7 +240,8 @@ class StreamsApp:
         self._ticks = self._needs_ticks()
         return query_frame(self.spark, self.topology, self.plan, self.config, sources,
                            ticks=self._ticks, spark_partitions=self.spark_partitions,
-                           changelogs=self._changelog_topics(), kafka_reads=kafka_reads)
+                           changelogs=self._changelog_topics(), kafka_reads=kafka_reads,
+                           task_sinks=task_sinks)
 
     def _kafka_reads(self) -> dict[str, dict[str, str]]:
         """Source topics on Kafka whose records the stages' tasks read themselves
@@ -286,13 +289,18 @@ class StreamsApp:
             if isinstance(spec, TopicLocation):  # e.g. a Kafka topic checks or creates itself
                 spec.prepare(self, topic)
         self._plan = None  # Kafka topics now know their partitions
-        frame = self.build_query_frame()
+        sinks = self._sink_locations()
+        task_sinks, rest = None, sinks
+        if not connect and self.config.extra.get("spark.kspark.sink.in.stage", "true") == "true":
+            from kspark.spark.internals.task_sinks import stage_sinks
+
+            task_sinks, rest = stage_sinks(sinks, self.topology, self.plan)
+        frame = self.build_query_frame(task_sinks)
         from kspark.spark.internals.query import check_checkpoint, write_app_info
 
         check_checkpoint(self)
         write_app_info(self)
         query_name = self.application_id.replace("-", "_")
-        sinks = self._sink_locations()
         refused = {t: s.not_over_connect for t, s in sinks.items() if s.not_over_connect}
         if connect and refused:
             raise StreamsError(
@@ -305,7 +313,7 @@ class StreamsApp:
                               None if connect else self._run_id, writes_in_query=not connect)
         self._connect = connect
         if not connect:
-            frame = with_partition_writers(frame, sinks)
+            frame = with_partition_writers(frame, rest)
         writer = (
             frame.writeStream.foreachBatch(batches)
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "query"))

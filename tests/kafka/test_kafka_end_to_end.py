@@ -22,7 +22,8 @@ from kafka_util import sessions_clicks as _clicks
 
 from kspark.hashing import kafka_partition
 from kspark.kafka import TopicError
-from kspark.kafka.sink import TransactionalWriter
+from kspark.kafka.sink import TransactionalWriter, marker_topic
+from kspark.spark.internals.batch_output import DRIVER_RECORDS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 HERE = os.path.dirname(__file__)
@@ -37,12 +38,16 @@ def prefix(topic):
 @pytest.mark.parametrize("in_stage", ["true", "false"])
 def test_sessions_topic_to_topic_equal_the_test_driver(spark, app_dir, bootstrap, prefix,
                                                        in_stage):
+    """Read and written in the stages (each partition's records from Kafka to the task that
+    processes them, each task's output to Kafka in a transaction of its own right after it ran)
+    or not (Spark's source reading the records, the query's last stage writing them)."""
     create(bootstrap, f"{prefix}clicks", 4)
     clicks = _clicks(800, seed=3)
     parts = produce(bootstrap, f"{prefix}clicks", clicks)
     assert len(set(parts)) == 4
     app = sessions_app(bootstrap, prefix, os.path.join(app_dir, "ck"), 300, spark=spark,
-                       config={"spark.kspark.kafka.read.in.stage": in_stage})
+                       config={"spark.kspark.kafka.read.in.stage": in_stage,
+                               "spark.kspark.sink.in.stage": in_stage})
     app.start()
     try:
         app.process_all_available()
@@ -69,6 +74,14 @@ def test_sessions_topic_to_topic_equal_the_test_driver(spark, app_dir, bootstrap
     user_partition = {user: part for (user, _, _), part in zip(clicks, parts)}
     assert all(m.partition() == user_partition[m.key()[:-16].decode()] for m in messages)
     assert all(m.partition() == kafka_partition(m.key()[:-16], 4) for m in messages)
+    # the transactions' writers: one per task (sub-topology 0, tasks 0 to 3), else one per
+    # Spark partition of the last stage
+    writers = {m.key().decode().rsplit("-", 1)[1]
+               for m in consume(bootstrap, marker_topic(f"{prefix}app"))}
+    assert writers == ({"0_0", "0_1", "0_2", "0_3"} if in_stage == "true"
+                       else {str(p) for p in range(app.spark_partitions)})
+    assert metrics["sink.records.written"] == sum(map(len, expected.values()))
+    assert metrics[DRIVER_RECORDS] == 0
 
 
 def test_killed_and_restarted_app_loses_and_duplicates_nothing(spark, app_dir, bootstrap,

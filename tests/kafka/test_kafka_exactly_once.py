@@ -176,8 +176,9 @@ def test_a_zombie_instance_is_fenced_and_writes_nothing(spark, app_dir, bootstra
         output = _wait_for_line(first, "holding batch")
         held, _, _, writer_id = output.rsplit("holding batch", 1)[1].split()[:4]
         held = int(held)
-        partition = int(writer_id.rsplit("-", 1)[1])
-        markers = TransactionalWriter(bootstrap, f"{prefix}app", partition=partition)
+        task = writer_id.rsplit("-", 1)[1]  # the task's: the stage writes its records
+        assert task.startswith("0_")
+        markers = TransactionalWriter(bootstrap, f"{prefix}app", partition=task)
         assert markers.transactional_id == writer_id
         committed = markers.last_marker()["batch"]
         assert 0 <= committed < held

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -49,25 +50,48 @@ def _is_record(table: pa.Table) -> Any:
 
 
 def observe_e2e_latency(metrics: Metrics, topic: str, rows: pa.Table) -> None:
-    """Kafka Streams' ``record-e2e-latency`` of ``rows`` written to ``topic`` (now minus each
-    record's timestamp, in ms; changelog rows left out): counters ``e2e-latency-sum:<topic>``
-    and ``e2e-latency-count:<topic>``, maximum and minimum ``e2e-latency:<topic>``."""
+    """:func:`observe_latency` of ``rows`` written to ``topic`` (changelog rows left out)."""
     stamps = rows.filter(pc.equal(rows.column("kind"), KIND_RECORD)).column("timestamp")
+    observe_latency(metrics, topic, stamps.to_numpy())
+
+
+def observe_latency(metrics: Metrics, topic: str, stamps: np.ndarray) -> None:
+    """Kafka Streams' ``record-e2e-latency`` of records of timestamps ``stamps`` written to
+    ``topic`` (now minus each timestamp, in ms): counters ``e2e-latency-sum:<topic>`` and
+    ``e2e-latency-count:<topic>``, maximum and minimum ``e2e-latency:<topic>``."""
     if not len(stamps):
         return
-    now = int(time.time() * 1000)
-    latency = pc.subtract(pa.scalar(now, pa.int64()), stamps)
-    bounds = pc.min_max(latency).as_py()
-    metrics.counters[f"e2e-latency-sum:{topic}"] += int(pc.sum(latency).as_py())
+    latency = int(time.time() * 1000) - stamps.astype(np.int64, copy=False)
+    metrics.counters[f"e2e-latency-sum:{topic}"] += int(latency.sum())
     metrics.counters[f"e2e-latency-count:{topic}"] += len(latency)
-    metrics.observe_max(f"e2e-latency:{topic}", bounds["max"])
-    metrics.observe_min(f"e2e-latency:{topic}", bounds["min"])
+    metrics.observe_max(f"e2e-latency:{topic}", int(latency.max()))
+    metrics.observe_min(f"e2e-latency:{topic}", int(latency.min()))
 
 
 #: the local properties of a micro-batch's Spark jobs naming the batch and the query (Spark's
 #: ``MicroBatchExecution.BATCH_ID_KEY`` and ``StreamExecution.QUERY_ID_KEY``)
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+
+
+def task_micro_batch(batch_id: int | None = None, run: str | None = None
+                     ) -> tuple[int, str, int]:
+    """In a Spark task: the micro-batch and run (the query's id) it computes, ``batch_id`` and
+    ``run`` if given, else as Spark names them for a micro-batch's own jobs, and the task's
+    partition."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    batch, query = batch_id, run
+    if context is not None and batch is None:
+        found = context.getLocalProperty(BATCH_ID_PROPERTY)
+        batch = None if found is None else int(found)
+    if context is not None and query is None:
+        query = context.getLocalProperty(QUERY_ID_PROPERTY)
+    if context is None or batch is None or query is None:
+        raise StreamsError("kspark's sink writers run only in a task of a micro-batch of a "
+                           "streaming query (Spark names the batch and the query there)")
+    return batch, query, context.partitionId()
 
 
 def write_in_tasks(writers: Writers, batch_id: int | None = None, run: str | None = None
@@ -79,19 +103,7 @@ def write_in_tasks(writers: Writers, batch_id: int | None = None, run: str | Non
     micro-batch runs itself, as a streaming query's own)."""
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        batch, query = batch_id, run
-        if context is not None and batch is None:
-            found = context.getLocalProperty(BATCH_ID_PROPERTY)
-            batch = None if found is None else int(found)
-        if context is not None and query is None:
-            query = context.getLocalProperty(QUERY_ID_PROPERTY)
-        if context is None or batch is None or query is None:
-            raise StreamsError("kspark's sink writer runs only in a task of a micro-batch of "
-                               "a streaming query (Spark names the batch and the query there)")
-        partition = context.partitionId()
+        batch, query, partition = task_micro_batch(batch_id, run)
         for writer, _ in writers:  # while the stage computes the records
             writer.begin(batch, query, partition)
         metrics = Metrics()

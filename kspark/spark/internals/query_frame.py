@@ -5,7 +5,7 @@ partitions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.io.files import FileTopic
@@ -17,6 +17,9 @@ from kspark.spark.internals.row_schema import ROW_DDL
 from kspark.spark.internals.wire import HEADERS, INPUT_TYPES
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
+
+if TYPE_CHECKING:
+    from kspark.spark.internals.task_sinks import TaskSinks
 
 #: the tick source's interval, ms (``spark.kspark.tick.ms``)
 DEFAULT_TICK_MS = 1000
@@ -64,12 +67,13 @@ def source_frame(spark: Any, topic: str, spec: Any, read_in_stage: bool,
 def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: StreamsConfig,
                 sources: list[Any], *, ticks: bool, spark_partitions: int,
                 changelogs: dict[str, str],
-                kafka_reads: dict[str, dict[str, str]] | None = None) -> Any:
+                kafka_reads: dict[str, dict[str, str]] | None = None,
+                task_sinks: TaskSinks | None = None) -> Any:
     """The stages' output rows over the union of ``sources`` (and ticks): one
     ``transformWithStateInPandas`` per sub-topology in ``plan``'s order, over
     ``spark_partitions`` shuffle partitions; ``changelogs`` maps the stores written out to
     their changelog topics, ``kafka_reads`` the Kafka topics the stages read to their source
-    options."""
+    options, ``task_sinks`` the sink topics each stage's tasks write themselves."""
     from pyspark import cloudpickle
     from pyspark.sql import functions as F
 
@@ -105,7 +109,11 @@ def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: Str
         frame = frame.withColumn("task_group", group)
         frame = frame.groupBy("task_group").transformWithStateInPandas(
             StageProcessor(blob, sub.id, config, topic_partitions, changelogs, kafka_reads,
-                           tasks, frozenset(later.intersection(global_topics))),
+                           tasks, frozenset(later.intersection(global_topics)),
+                           task_sinks and task_sinks.for_stage(
+                               sub, changelogs, config.dead_letter_topic,
+                               topology.has_topic_extractors()),
+                           spark_partitions),
             ROW_DDL,
             "Append",
             "None",

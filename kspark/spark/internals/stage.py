@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from kspark.config import StreamsConfig
     from kspark.spark.internals.file_ranges import FileRangeRecords
+    from kspark.spark.internals.task_sinks import TaskSinks
 
 _TOPOLOGIES: dict[str, Any] = {}
 
@@ -242,6 +243,8 @@ class StageProcessor(StatefulProcessor):
         kafka_reads: dict[str, dict[str, str]] | None = None,
         tasks: int | None = None,
         global_topics_after: frozenset[str] = frozenset(),
+        task_sinks: TaskSinks | None = None,
+        spark_partitions: int | None = None,
     ) -> None:
         self.topology_blob = topology_blob
         self.digest = hashlib.sha256(topology_blob).hexdigest()
@@ -259,6 +262,12 @@ class StageProcessor(StatefulProcessor):
         self._file_ranges: dict[bytes, FileRangeRecords] = {}
         #: topic -> options of the ``kspark_kafka`` source whose ranges the stages read
         self.kafka_reads = kafka_reads or {}
+        #: the sink topics this stage's tasks write right after they ran (``None``: none)
+        self.task_sinks = task_sinks
+        #: Spark partitions of the stage: partition ``q`` runs the tasks ``p`` with ``p %
+        #: spark_partitions == q`` (see ``task_group_values``)
+        self.spark_partitions = spark_partitions or self.tasks
+        self._sinks_opened = False
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("task", _BLOB)
@@ -266,6 +275,22 @@ class StageProcessor(StatefulProcessor):
 
     def close(self) -> None:
         self._file_ranges = {}
+        if self.task_sinks is not None and self._sinks_opened:
+            self._sinks_opened = False
+            self.task_sinks.close_all()
+
+    def _open_sinks(self) -> None:
+        """At the Spark task's first kspark task: the sink writers of all its tasks start
+        opening, so that the later tasks find theirs open."""
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if self.task_sinks is None or self._sinks_opened or context is None:
+            return
+        self._sinks_opened = True
+        here = context.partitionId()
+        self.task_sinks.open([f"{self.sub_topology_id}_{p}" for p in range(self.tasks)
+                              if p % self.spark_partitions == here])
 
     def file_records(self, blob: bytes, partition: int) -> Any | None:
         """The records of ``partition`` in the range of a range row (``None``: none): a file
@@ -304,6 +329,7 @@ class StageProcessor(StatefulProcessor):
         from kspark.spark.internals.stage_rows import stage_batch
 
         topology = _load_topology(self.topology_blob, self.digest)
+        self._open_sinks()
         yield from stage_batch(
             self,
             topology,

@@ -4,6 +4,7 @@ run the task, and turn its output into rows, as columns with pandas and numpy.""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch, output_headers, output_partitions
 from kspark.spark.internals.row_schema import ROW_COLUMNS
+from kspark.spark.internals.task_sinks import TaskSinks
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
@@ -75,68 +77,90 @@ def _run_task(
     frame: Columns,
     state: TaskStateBackend,
 ) -> pd.DataFrame:
-    result = run_task_batch(
-        topology,
-        sub,
-        partition,
-        _ordered(frame, topology.internal_topics, topology.global_topics()),
-        state,
-        stage.config,
-        changelog_stores=stage.changelog_topics.keys(),
-    )
-    task_id = f"{sub.id}_{partition}"
-    base = partition * UPSTREAM_STRIDE + result.first_output_seq
-    topics, keys, values, stamps = result.output_columns()
-    count = len(topics)
-    unknown = set(topics) - stage.topic_partitions.keys()
-    if unknown:  # a topic extractor's choice
-        raise StreamsError(
-            f"task {sub.id}_{partition} wrote to topic {sorted(unknown)[0]!r}, which is not one "
-            f"of the app's topics {sorted(stage.topic_partitions)}: declare it in StreamsApp's "
-            f"topics={{...}}")
-    partitions = _partitions_of(stage.topic_partitions, topics, keys,
-                                topology.partition_suffixes())
-    chosen = output_partitions(result.parts)
-    if chosen is not None:  # a sink's partitioner chose these
-        for i, p in enumerate(chosen):
-            if p is not None:
-                partitions[i] = p % stage.topic_partitions.get(topics[i], 1)
-    headers = output_headers(result.parts)
-    rows: dict[str, list[Any]] = {
-        "kind": [KIND_RECORD] * count,
-        "topic": topics,
-        "key": keys,
-        "value": values,
-        "timestamp": stamps,
-        "partition": partitions.tolist(),
-        "offset": list(range(base, base + count)),
-        "task": [task_id] * count,
-        "headers": ([None] * count if headers is None
-                    else [encode_headers(h) if h else None for h in headers]),
-    }
-    if stage.changelog_topics:
-        _changelog_rows(
-            stage.changelog_topics, topology, result.changelog, rows, task_id, partition
-        )
-    if result.metrics.has_figures():
-        metrics_row = (
-            KIND_METRICS,
-            None,
-            None,
-            result.metrics.to_json(),
-            -1,
+    """Run the task's batch; its output as rows, but for what the stage's sinks write right
+    away."""
+    sinks: TaskSinks | None = stage.task_sinks
+    with nullcontext() if sinks is None else sinks.running(f"{sub.id}_{partition}"):
+        result = run_task_batch(
+            topology,
+            sub,
             partition,
-            -1,
-            task_id,
-            None,
+            _ordered(frame, topology.internal_topics, topology.global_topics()),
+            state,
+            stage.config,
+            changelog_stores=stage.changelog_topics.keys(),
         )
-        for column, value in zip(ROW_COLUMNS, metrics_row):
-            rows[column].append(value)
-    # typed arrays: pandas does not infer a type per column
-    columns = {name: np.array(rows[name], dtype=dtype) for name, dtype in ROW_DTYPES.items()}
-    return pd.DataFrame(
-        pack_output(columns, _read_topics(topology)), columns=ROW_COLUMNS, copy=False
-    )
+        task_id = f"{sub.id}_{partition}"
+        base = partition * UPSTREAM_STRIDE + result.first_output_seq
+        topics, keys, values, stamps = result.output_columns()
+        count = len(topics)
+        unknown = set(topics) - stage.topic_partitions.keys()
+        if unknown:  # a topic extractor's choice
+            raise StreamsError(
+                f"task {sub.id}_{partition} wrote to topic {sorted(unknown)[0]!r}, which is "
+                f"not one of the app's topics {sorted(stage.topic_partitions)}: declare it in "
+                f"StreamsApp's topics={{...}}")
+        partitions = _partitions_of(stage.topic_partitions, topics, keys,
+                                    topology.partition_suffixes())
+        chosen = output_partitions(result.parts)
+        if chosen is not None:  # a sink's partitioner chose these
+            for i, p in enumerate(chosen):
+                if p is not None:
+                    partitions[i] = p % stage.topic_partitions.get(topics[i], 1)
+        headers = output_headers(result.parts)
+        partition_list: list[int] = partitions.tolist()
+        offsets = list(range(base, base + count))
+        written: dict[str, Any] = {}
+        if sinks is not None and count:
+            written, keep = sinks.split(topics, keys, values, stamps, partition_list, headers)
+            if written:  # the other records stay rows
+                idx = np.flatnonzero(keep).tolist()
+                topics = [topics[i] for i in idx]
+                keys = [keys[i] for i in idx]
+                values = [values[i] for i in idx]
+                stamps = [stamps[i] for i in idx]
+                partition_list = [partition_list[i] for i in idx]
+                offsets = [offsets[i] for i in idx]
+                headers = None if headers is None else [headers[i] for i in idx]
+                count = len(idx)
+        rows: dict[str, list[Any]] = {
+            "kind": [KIND_RECORD] * count,
+            "topic": topics,
+            "key": keys,
+            "value": values,
+            "timestamp": stamps,
+            "partition": partition_list,
+            "offset": offsets,
+            "task": [task_id] * count,
+            "headers": ([None] * count if headers is None
+                        else [encode_headers(h) if h else None for h in headers]),
+        }
+        changelogs: dict[str, Any] = {}
+        if stage.changelog_topics:
+            changelogs = _changelog_rows(
+                stage.changelog_topics, topology, result.changelog, rows, task_id, partition,
+                sinks.topics if sinks is not None else frozenset())
+        if sinks is not None:
+            sinks.write(task_id, written, changelogs, result.metrics)
+        if result.metrics.has_figures():
+            metrics_row = (
+                KIND_METRICS,
+                None,
+                None,
+                result.metrics.to_json(),
+                -1,
+                partition,
+                -1,
+                task_id,
+                None,
+            )
+            for column, value in zip(ROW_COLUMNS, metrics_row):
+                rows[column].append(value)
+        # typed arrays: pandas does not infer a type per column
+        columns = {name: np.array(rows[name], dtype=dtype) for name, dtype in ROW_DTYPES.items()}
+        return pd.DataFrame(
+            pack_output(columns, _read_topics(topology)), columns=ROW_COLUMNS, copy=False
+        )
 
 
 def _read_topics(topology: Any) -> frozenset[str]:
@@ -178,20 +202,29 @@ def _changelog_rows(
     rows: dict[str, list],
     task_id: str,
     partition: int,
-) -> None:
+    written_here: frozenset[str] = frozenset(),
+) -> dict[str, list[tuple[Any, Any, int, int, Any]]]:
     """Append the batch's committed changes of each written-out store as changelog rows
-    (partition = the task's partition, as Kafka Streams' changelogs are co-partitioned)."""
+    (partition = the task's partition, as Kafka Streams' changelogs are co-partitioned); those
+    of the topics in ``written_here`` are returned instead, as a task writer takes them."""
+    out = {}
     for store, entries in changelog.items():
         topic = changelog_topics.get(store)
         if topic is None:
             continue
         codec = ChangelogCodec.for_builder(topology.store_builders[store])
+        keys = [codec.encode_key(key) for key in entries.keys]
+        values = [codec.encode_value(value) for value in entries.values]
+        if topic in written_here:
+            out[topic] = [(k, v, ts, partition, None)
+                          for k, v, ts in zip(keys, values, entries.timestamps)]
+            continue
         n = len(entries)
         columns: tuple[list[Any], ...] = (
             [KIND_CHANGELOG] * n,
             [topic] * n,
-            [codec.encode_key(key) for key in entries.keys],
-            [codec.encode_value(value) for value in entries.values],
+            keys,
+            values,
             entries.timestamps,
             [partition] * n,
             [-1] * n,
@@ -200,6 +233,7 @@ def _changelog_rows(
         )
         for column, items in zip(ROW_COLUMNS, columns):
             rows[column].extend(items)
+    return out
 
 
 #: the columns of a task's input records, as :func:`record_columns` gives them (and

@@ -1,0 +1,96 @@
+"""What a stage writes itself (:mod:`kspark.spark.internals.task_sinks`), without Spark: a task's
+records of the written topics split from the rest in output order, each writer given its own
+topics in one call per task, the stages that may write told from those that cannot. The Kafka
+writer behind it is tested end to end in tests/kafka (test_kafka_end_to_end.py,
+test_kafka_exactly_once.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kspark.io.location import TaskWriter
+from kspark.runtime.metrics import Metrics
+from kspark.spark.internals import task_sinks
+from kspark.spark.internals.task_sinks import TaskSinks
+
+
+class RecordingWriter(TaskWriter):
+    """A task writer that keeps what it is asked to do (a stand-in for a Kafka cluster)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def take_over(self, tasks):
+        self.calls.append(("take_over", tuple(tasks)))
+
+    def open_task(self, batch_id, run, task):
+        self.calls.append(("open", batch_id, run, task))
+
+    def write_task(self, batch_id, run, task, rows):
+        self.calls.append(("write", batch_id, run, task, dict(rows)))
+        return {"sink.records.written": sum(map(len, rows.values()))}
+
+    def close_task(self, task):
+        self.calls.append(("close", task))
+
+    def close_tasks(self):
+        self.calls.append(("close_tasks",))
+
+
+@dataclass
+class Sub:
+    sink_topics: list[str]
+    stores: list[str] = field(default_factory=list)
+
+
+def test_a_tasks_records_of_the_written_topics_split_from_the_rest_in_order():
+    sinks = TaskSinks([(RecordingWriter(), ["out", "dlq"])])
+    topics = ["out", "rep", "dlq", "out", "rep", "out"]
+    keys = [b"k%d" % i for i in range(6)]
+    values = [b"v%d" % i for i in range(6)]
+    stamps = [10, 11, 12, 13, 14, 15]
+    parts = [0, 1, 2, 0, 1, 3]
+    headers = [None, None, (("error", b"bad"),), (), None, None]
+    written, keep = sinks.split(topics, keys, values, stamps, parts, headers)
+    assert written == {
+        "out": [(b"k0", b"v0", 10, 0, None), (b"k3", b"v3", 13, 0, None),
+                (b"k5", b"v5", 15, 3, None)],
+        "dlq": [(b"k2", b"v2", 12, 2, [("error", b"bad")])],
+    }
+    assert keep.tolist() == [False, True, False, False, True, False]
+    none, keep = sinks.split(["rep"], [b"k"], [b"v"], [1], [0], None)
+    assert none == {} and keep.tolist() == [True]
+
+
+def test_each_writer_gets_its_own_topics_in_one_call_and_the_figures_are_counted(monkeypatch):
+    monkeypatch.setattr(task_sinks, "task_micro_batch", lambda: (7, "run-1", 0))
+    a, b = RecordingWriter(), RecordingWriter()
+    sinks = TaskSinks([(a, ["out", "out-changelog"]), (b, ["other"])])
+    sinks.open(["0_0", "0_2"])
+    metrics = Metrics()
+    now = 1_000_000
+    sinks.write("0_2", {"out": [(b"k", b"v", now, 0, None)]},
+                {"out-changelog": [(b"k", b"c", now, 2, None)]}, metrics)
+    sinks.close("0_2")
+    sinks.close_all()
+    assert a.calls == [
+        ("open", 7, "run-1", "0_0"), ("open", 7, "run-1", "0_2"),
+        ("write", 7, "run-1", "0_2", {"out": [(b"k", b"v", now, 0, None)],
+                                      "out-changelog": [(b"k", b"c", now, 2, None)]}),
+        ("close", "0_2"), ("close_tasks",),
+    ]
+    assert ("write",) not in {c[:1] for c in b.calls}  # nothing of its topics
+    assert metrics.counters["sink.records.written"] == 2
+    assert metrics.counters["e2e-latency-count:out"] == 1  # records only, not changelogs
+
+
+def test_only_stages_that_may_write_the_topics_get_the_sinks():
+    sinks = TaskSinks([(RecordingWriter(), ["out", "counts-changelog"])])
+    changelogs = {"counts": "counts-changelog"}
+    assert sinks.for_stage(Sub(["rep"]), changelogs, None, False) is None
+    assert sinks.for_stage(Sub(["out"]), changelogs, None, False) is sinks
+    assert sinks.for_stage(Sub([], ["counts"]), changelogs, None, False) is sinks
+    assert sinks.for_stage(Sub(["rep"]), changelogs, None, True) is sinks  # an extractor's choice
+    dead = TaskSinks([(RecordingWriter(), ["dlq"])])
+    assert dead.for_stage(Sub(["rep"]), {}, "dlq", False) is dead
+    assert dead.for_stage(Sub(["rep"]), {}, None, False) is None
