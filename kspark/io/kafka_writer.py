@@ -18,7 +18,7 @@ from typing import Any
 
 from kspark.io.location import PartitionWriter, TaskWriter
 from kspark.io.schema import sink_row_chunks
-from kspark.kafka.sink import Rows, TransactionalWriter, fence
+from kspark.kafka.sink import Rows, TransactionalWriter, fence, inherit_markers
 
 
 class KafkaPartitionWriter(PartitionWriter, TaskWriter):
@@ -49,8 +49,9 @@ class KafkaPartitionWriter(PartitionWriter, TaskWriter):
         at the write (another instance that takes the id over later fails this commit)."""
         self._start(partition)
 
-    def take_over(self, tasks: list[str]) -> None:
-        fence(self.bootstrap_servers, self.application_id, tasks, self.config)
+    def take_over(self, tasks: Mapping[str, int]) -> None:
+        fence(self.bootstrap_servers, self.application_id, list(tasks), self.config)
+        inherit_markers(self.bootstrap_servers, self.application_id, tasks, self.config)
 
     def open_task(self, batch_id: int, run: str, task: str) -> None:
         """As :meth:`begin`, for the transactional id of kspark task ``task`` (once)."""

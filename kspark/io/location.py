@@ -69,9 +69,11 @@ class TaskWriter(ABC):
     unit Kafka Streams' tasks commit in. Pickled to the executors with the stage."""
 
     @abstractmethod
-    def take_over(self, tasks: list[str]) -> None:
+    def take_over(self, tasks: Mapping[str, int]) -> None:
         """On the driver at ``app.start()``: make sure no earlier instance of the application
-        still writes for ``tasks`` (their writers fenced)."""
+        still writes for ``tasks`` (task id -> the Spark partition that runs it; their writers
+        fenced), and that a batch the Spark partition's :class:`PartitionWriter` wrote for them
+        before is not written again."""
 
     @abstractmethod
     def open_task(self, batch_id: int, run: str, task: str) -> None:

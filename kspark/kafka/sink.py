@@ -258,6 +258,19 @@ class TransactionalWriter:
             message += f" (delivery failed: {'; '.join(self._errors)})"
         raise StreamsError(f"{where}: the transaction was aborted: {message}") from exc
 
+    def commit_marker(self, marker: dict[str, Any]) -> None:
+        """Commit ``marker`` alone (a transaction of no records): the writer counts as having
+        written every batch up to it."""
+        self.take_over()
+        try:
+            self._producer.begin_transaction()
+            self._produce(self.markers, [(self.transactional_id.encode(),
+                                          json.dumps(marker).encode(), None, 0, None)])
+            self._producer.commit_transaction(self.timeout)
+        except Exception as exc:
+            self._fail(exc, int(marker["batch"]))
+        self._marker = marker
+
     def write(self, run: str, batch_id: int, tables: Mapping[str, Iterable[Rows]]) -> int:
         """Stage ``tables`` (topic -> its records, in lists taken one at a time) and commit
         them as batch ``batch_id``."""
@@ -291,6 +304,35 @@ def fence(bootstrap_servers: str, application_id: str, writers: Iterable[int | s
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kspark-fence") as pool:
         for done in [pool.submit(take_over, w) for w in writers]:
             done.result()
+
+
+def inherit_markers(bootstrap_servers: str, application_id: str, tasks: Mapping[str, int],
+                    config: dict[str, Any] | None = None) -> list[str]:
+    """Give each task of ``tasks`` (task id -> the Spark partition that runs it) whose writer
+    has no marker yet the marker of its Spark partition's writer, if that has one: a
+    checkpoint of a kspark that wrote each Spark partition of a batch in one transaction (or of
+    ``spark.kspark.sink.in.stage=false``) had the partition's writer write the task's records,
+    so a batch Spark replays after the restart is not written again. Returns the tasks that
+    inherited."""
+    markers: dict[str, bytes] = {}
+    for message in read_to_end(bootstrap_servers, marker_topic(application_id), config):
+        if message.key() is not None and message.value() is not None:
+            markers[message.key().decode()] = message.value()
+    inherited = []
+    for task, partition in tasks.items():
+        found = markers.get(transactional_id(application_id, partition))
+        if transactional_id(application_id, task) in markers or found is None:
+            continue
+        writer = TransactionalWriter(bootstrap_servers, application_id, config, partition=task)
+        try:
+            writer.commit_marker(json.loads(found))
+        finally:
+            writer.close()
+        inherited.append(task)
+    if inherited:
+        log.info("writers of tasks %s took the last batch of their Spark partitions' writers",
+                 ", ".join(inherited))
+    return inherited
 
 
 def last_marker(bootstrap_servers: str, topic: str, writer: str,

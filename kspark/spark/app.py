@@ -294,7 +294,8 @@ class StreamsApp:
         if not connect and self.config.extra.get("spark.kspark.sink.in.stage", "true") == "true":
             from kspark.spark.internals.task_sinks import stage_sinks
 
-            task_sinks, rest = stage_sinks(sinks, self.topology, self.plan)
+            task_sinks, rest = stage_sinks(sinks, self.topology, self.plan,
+                                           self.spark_partitions)
         frame = self.build_query_frame(task_sinks)
         from kspark.spark.internals.query import check_checkpoint, write_app_info
 

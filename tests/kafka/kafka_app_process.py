@@ -70,11 +70,13 @@ def main() -> None:
     parser.add_argument("--hold-batch", type=int)
     parser.add_argument("--hold-file")
     parser.add_argument("--die-after-batch", type=int)
+    parser.add_argument("--conf", action="append", default=[], help="a kspark setting k=v")
     args = parser.parse_args()
     if args.hold_batch is not None or args.die_after_batch is not None:
         worker_hooks(hold_batch=args.hold_batch, hold_file=args.hold_file,
                      die_after_batch=args.die_after_batch)
-    app = sessions_app(args.bootstrap, args.prefix, args.checkpoint, args.per_trigger)
+    app = sessions_app(args.bootstrap, args.prefix, args.checkpoint, args.per_trigger,
+                       config=dict(kv.split("=", 1) for kv in args.conf) or None)
     try:
         app.start()
         print("started", flush=True)

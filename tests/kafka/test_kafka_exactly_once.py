@@ -126,17 +126,21 @@ def _assert_exactly_once(bootstrap, prefix, clicks, parts):
     assert got == expected
 
 
+@pytest.mark.parametrize("first", ["tasks", "partitions"])
 def test_killed_after_the_kafka_commit_the_redone_batch_is_skipped(spark, app_dir, bootstrap,
-                                                                     prefix):
+                                                                     prefix, first):
     """The process dies (SIGKILL) right after a batch's Kafka transaction committed, before
     Spark recorded the batch in its checkpoint: the restart redoes the batch, with the same
-    offsets, and writes nothing for it."""
+    offsets, and writes nothing for it. The process that died wrote each task's records from
+    its stage, or (``partitions``) each Spark partition's after the last stage, as kspark did
+    before: the restarted app's task writers then take the last batch of their partition's."""
     create(bootstrap, f"{prefix}clicks", 4)
     clicks = sessions_clicks(1000, seed=23, base_ms=_a_day_ago())
     parts = produce(bootstrap, f"{prefix}clicks", clicks)
     checkpoint = os.path.join(app_dir, "ck")
+    options = ["--conf", "spark.kspark.sink.in.stage=false"] if first == "partitions" else []
     proc = _spawn(bootstrap, prefix, checkpoint, 100, os.path.join(app_dir, "app.log"),
-                  "--die-after-batch", "2")
+                  "--die-after-batch", "2", *options)
     try:
         output = _wait_for_line(proc, "dying after batch")
         assert proc.wait(30) == -signal.SIGKILL

@@ -21,7 +21,7 @@ class RecordingWriter(TaskWriter):
         self.calls: list[tuple] = []
 
     def take_over(self, tasks):
-        self.calls.append(("take_over", tuple(tasks)))
+        self.calls.append(("take_over", dict(tasks)))
 
     def open_task(self, batch_id, run, task):
         self.calls.append(("open", batch_id, run, task))

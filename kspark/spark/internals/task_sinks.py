@@ -108,8 +108,8 @@ class TaskSinks:
         return out, ~mine
 
 
-def stage_sinks(sinks: Mapping[str, TopicLocation], topology: Topology, plan: ExecutionPlan
-                ) -> tuple[TaskSinks | None, dict[str, TopicLocation]]:
+def stage_sinks(sinks: Mapping[str, TopicLocation], topology: Topology, plan: ExecutionPlan,
+                spark_partitions: int) -> tuple[TaskSinks | None, dict[str, TopicLocation]]:
     """The sinks the stages write themselves (those with a :class:`TaskWriter` that no stage
     reads: a record of a topic a stage reads travels on as a row), with every task's writer
     taken over from an earlier instance of the app, and the other sinks."""
@@ -124,7 +124,9 @@ def stage_sinks(sinks: Mapping[str, TopicLocation], topology: Topology, plan: Ex
                 writers.append((writer, own))
     if not writers:
         return None, dict(sinks)
-    tasks = [f"{sub.id}_{p}" for sub in plan.stages for p in range(plan.tasks)]
+    # a Spark partition q runs the tasks p with p % spark_partitions == q
+    tasks = {f"{sub.id}_{p}": p % spark_partitions
+             for sub in plan.stages for p in range(plan.tasks)}
     for writer, _ in writers:
         writer.take_over(tasks)
     out = TaskSinks(writers)
