@@ -16,7 +16,11 @@ import pandas as pd
 
 from kspark.io.location import TaskWriter, TopicLocation
 from kspark.runtime.metrics import Metrics
-from kspark.spark.internals.batch_output import observe_latency, task_micro_batch
+from kspark.spark.internals.batch_output import (
+    observe_latency,
+    partition_writers,
+    task_micro_batch,
+)
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
@@ -113,8 +117,6 @@ def stage_sinks(sinks: Mapping[str, TopicLocation], topology: Topology, plan: Ex
     """The sinks the stages write themselves (those with a :class:`TaskWriter` that no stage
     reads: a record of a topic a stage reads travels on as a row), with every task's writer
     taken over from an earlier instance of the app, and the other sinks."""
-    from kspark.spark.internals.batch_output import partition_writers
-
     read = {t for sub in topology.sub_topologies() for t in sub.source_topics}
     writers = []
     for writer, topics in partition_writers(sinks):
