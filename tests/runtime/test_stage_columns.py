@@ -20,7 +20,7 @@ from kspark.runtime.task import SourceRecord
 from kspark.spark.internals import wire
 from kspark.spark.internals.file_batches import parquet_batch
 from kspark.spark.internals.row_schema import ROW_COLUMNS
-from kspark.spark.internals.stage import spark_hash_int, task_group_values
+from kspark.spark.internals.stage import partition_tasks, spark_hash_int, task_group_values
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, _ordered, record_columns
 from kspark.spark.internals.wire import (
     INPUT_ARROW,
@@ -332,3 +332,15 @@ def test_packed_output_expands_to_each_topics_records_in_order():
         assert [r for r in expanded if r["topic"] == topic] == [
             r for r in plain if r["topic"] == topic]
     assert unpack_output(table(tasks)).to_pylist() == plain  # nothing packed: as it is
+
+
+@pytest.mark.parametrize(("tasks", "partitions"), [(4, 2), (4, 4), (7, 3), (16, 5), (3, 1)])
+def test_each_shuffle_partition_knows_the_tasks_it_runs(tasks, partitions):
+    """A stage opens the sink writers of the tasks its Spark task will run before they run:
+    exactly the tasks whose grouping value Spark's hash partitioning places there."""
+    placed: dict[int, list[int]] = {}
+    for task, value in enumerate(task_group_values(tasks, partitions)):
+        placed.setdefault(spark_hash_int(value) % partitions, []).append(task)
+    for q in range(partitions):
+        assert partition_tasks(tasks, partitions, q) == placed.get(q, [])
+

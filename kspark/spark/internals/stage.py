@@ -85,6 +85,13 @@ def task_group_values(tasks: int, partitions: int | None = None) -> list[int]:
     return out
 
 
+def partition_tasks(tasks: int, partitions: int, partition: int) -> list[int]:
+    """The tasks that shuffle partition ``partition`` of ``partitions`` runs when the stages
+    are grouped by :func:`task_group_values`: those ``p`` with ``p % partitions ==
+    partition``."""
+    return [p for p in range(tasks) if p % partitions == partition]
+
+
 def task_group_column(partition: Any, tasks: int, partitions: int | None = None) -> Any:
     """The grouping column of the stages: ``partition`` mapped by :func:`task_group_values`
     (other values, if any, unchanged)."""
@@ -264,8 +271,7 @@ class StageProcessor(StatefulProcessor):
         self.kafka_reads = kafka_reads or {}
         #: the sink topics this stage's tasks write right after they ran (``None``: none)
         self.task_sinks = task_sinks
-        #: Spark partitions of the stage: partition ``q`` runs the tasks ``p`` with ``p %
-        #: spark_partitions == q`` (see ``task_group_values``)
+        #: Spark partitions of the stage (which runs which tasks: :func:`partition_tasks`)
         self.spark_partitions = spark_partitions or self.tasks
         self._sinks_opened = False
 
@@ -288,9 +294,8 @@ class StageProcessor(StatefulProcessor):
         if self.task_sinks is None or self._sinks_opened or context is None:
             return
         self._sinks_opened = True
-        here = context.partitionId()
-        self.task_sinks.open([f"{self.sub_topology_id}_{p}" for p in range(self.tasks)
-                              if p % self.spark_partitions == here])
+        here = partition_tasks(self.tasks, self.spark_partitions, context.partitionId())
+        self.task_sinks.open([f"{self.sub_topology_id}_{p}" for p in here])
 
     def file_records(self, blob: bytes, partition: int) -> Any | None:
         """The records of ``partition`` in the range of a range row (``None``: none): a file

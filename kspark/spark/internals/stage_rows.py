@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,6 @@ from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch, output_headers, output_partitions
 from kspark.spark.internals.row_schema import ROW_COLUMNS
-from kspark.spark.internals.task_sinks import TaskSinks
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
@@ -36,6 +35,9 @@ from kspark.spark.internals.wire import (
     unpack_records,
 )
 from kspark.state.internals.changelog import ChangelogCodec
+
+if TYPE_CHECKING:
+    from kspark.spark.internals.task_sinks import TaskSinks
 
 
 def stage_batch(

@@ -21,6 +21,7 @@ from kspark.spark.internals.batch_output import (
     partition_writers,
     task_micro_batch,
 )
+from kspark.spark.internals.stage import partition_tasks
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
@@ -126,9 +127,8 @@ def stage_sinks(sinks: Mapping[str, TopicLocation], topology: Topology, plan: Ex
                 writers.append((writer, own))
     if not writers:
         return None, dict(sinks)
-    # a Spark partition q runs the tasks p with p % spark_partitions == q
-    tasks = {f"{sub.id}_{p}": p % spark_partitions
-             for sub in plan.stages for p in range(plan.tasks)}
+    tasks = {f"{sub.id}_{p}": q for sub in plan.stages for q in range(spark_partitions)
+             for p in partition_tasks(plan.tasks, spark_partitions, q)}
     for writer, _ in writers:
         writer.take_over(tasks)
     out = TaskSinks(writers)
