@@ -20,8 +20,12 @@ from kspark.runtime.task import SourceRecord
 from kspark.spark.internals import wire
 from kspark.spark.internals.file_batches import parquet_batch
 from kspark.spark.internals.row_schema import ROW_COLUMNS
-from kspark.spark.internals.stage import partition_tasks, spark_hash_int, task_group_values
 from kspark.spark.internals.stage_rows import RECORD_FIELDS, _ordered, record_columns
+from kspark.spark.internals.task_placement import (
+    partition_tasks,
+    spark_hash_int,
+    task_group_values,
+)
 from kspark.spark.internals.wire import (
     INPUT_ARROW,
     KIND_PACKED,

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from spark_harness import run_driver, run_through
 
-from kspark.spark.internals.stage import spark_hash_int, task_group_column
+from kspark.spark.internals.task_placement import spark_hash_int, task_group_column
 
 pytestmark = pytest.mark.spark
 

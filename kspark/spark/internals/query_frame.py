@@ -77,7 +77,8 @@ def query_frame(spark: Any, topology: Topology, plan: ExecutionPlan, config: Str
     from pyspark import cloudpickle
     from pyspark.sql import functions as F
 
-    from kspark.spark.internals.stage import StageProcessor, task_group_column
+    from kspark.spark.internals.stage import StageProcessor
+    from kspark.spark.internals.task_placement import task_group_column
 
     tasks = plan.tasks
     frames = list(sources)

@@ -11,7 +11,8 @@ that the sub-topologies of a topology run as one chain of operators in one query
 repartition topics inside the query.
 
 Task state in Spark state, per task (the grouping key is a value ``v`` with
-``v % tasks ==`` the task's partition, see :func:`task_group_values`):
+``v % tasks ==`` the task's partition, see
+:func:`~kspark.spark.internals.task_placement.task_group_values`):
 - ``task``: ValueState holding the pickled :meth:`Task.checkpoint_state` (stream time,
   punctuation due times, processors' own state, stores' metadata);
 - ``buckets``: MapState ``(store, bucket) -> pickled bucket``, read on first use in a batch and
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
+from kspark.spark.internals.task_placement import partition_tasks
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -43,63 +46,6 @@ _TOPOLOGIES: dict[str, Any] = {}
 # (with Spark's SQL parser) every time a task opens its state, i.e. per task and micro-batch.
 _BLOB = StructType([StructField("blob", BinaryType())])
 _BUCKET_KEY = StructType([StructField("store", StringType()), StructField("bucket", IntegerType())])
-
-
-def spark_hash_int(value: int, seed: int = 42) -> int:
-    """Spark's ``Murmur3Hash`` of an ``int`` column value (what ``hash(col)`` and hash
-    partitioning compute), as a signed 32-bit int."""
-    mask = 0xFFFFFFFF
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & mask
-
-    k1 = (value & mask) * 0xCC9E2D51 & mask
-    k1 = rotl(k1, 15) * 0x1B873593 & mask
-    h1 = seed & mask ^ k1
-    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & mask
-    h1 ^= 4
-    h1 ^= h1 >> 16
-    h1 = h1 * 0x85EBCA6B & mask
-    h1 ^= h1 >> 13
-    h1 = h1 * 0xC2B2AE35 & mask
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 & 0x80000000 else h1
-
-
-def task_group_values(tasks: int, partitions: int | None = None) -> list[int]:
-    """For each task ``p``, the smallest ``v >= 0`` with ``v % tasks == p`` that Spark's hash
-    partitioning into ``partitions`` (default: ``tasks``) shuffle partitions places in
-    partition ``p % partitions``.
-
-    Grouping the stages by these values instead of the task number spreads the tasks evenly
-    over the shuffle partitions (the task numbers themselves collide: with 4 partitions, tasks
-    0, 1 and 3 all hash to partition 3, so one core runs three tasks); :class:`StageProcessor`
-    takes the task back as ``key % tasks``."""
-    partitions = partitions or tasks
-    out = []
-    for p in range(tasks):
-        v = p
-        while spark_hash_int(v) % partitions != p % partitions:
-            v += tasks
-        out.append(v)
-    return out
-
-
-def partition_tasks(tasks: int, partitions: int, partition: int) -> list[int]:
-    """The tasks that shuffle partition ``partition`` of ``partitions`` runs when the stages
-    are grouped by :func:`task_group_values`: those ``p`` with ``p % partitions ==
-    partition``."""
-    return [p for p in range(tasks) if p % partitions == partition]
-
-
-def task_group_column(partition: Any, tasks: int, partitions: int | None = None) -> Any:
-    """The grouping column of the stages: ``partition`` mapped by :func:`task_group_values`
-    (other values, if any, unchanged)."""
-    from pyspark.sql import functions as F
-
-    values = task_group_values(tasks, partitions)
-    mapping = F.create_map(*[F.lit(x) for p, v in enumerate(values) for x in (p, v)])
-    return F.coalesce(F.try_element_at(mapping, partition), partition)
 
 
 def _load_topology(blob: bytes, digest: str) -> Any:

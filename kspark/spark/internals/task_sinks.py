@@ -21,7 +21,7 @@ from kspark.spark.internals.batch_output import (
     partition_writers,
     task_micro_batch,
 )
-from kspark.spark.internals.stage import partition_tasks
+from kspark.spark.internals.task_placement import partition_tasks
 from kspark.topology.internals.plan import ExecutionPlan
 from kspark.topology.topology import Topology
 
