@@ -34,8 +34,9 @@ def task_group_values(tasks: int, partitions: int | None = None) -> list[int]:
 
     Grouping the stages by these values instead of the task number spreads the tasks evenly
     over the shuffle partitions (the task numbers themselves collide: with 4 partitions, tasks
-    0, 1 and 3 all hash to partition 3, so one core runs three tasks); :class:`StageProcessor`
-    takes the task back as ``key % tasks``."""
+    0, 1 and 3 all hash to partition 3, so one core runs three tasks); the stage
+    (:class:`~kspark.spark.internals.stage.StageProcessor`) takes the task back as
+    ``key % tasks``."""
     partitions = partitions or tasks
     out = []
     for p in range(tasks):
