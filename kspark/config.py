@@ -81,6 +81,8 @@ SETTINGS = {s.name: s for s in (
     Setting("state.buckets.in.memory", "state_buckets_in_memory",
             _optional(lambda n, v: _whole(n, v, 1))),
     Setting("state.inline.max.bytes", "state_inline_max_bytes", _whole),
+    Setting("task.batch.max.records", "task_batch_max_records",
+            _optional(lambda n, v: _whole(n, v, 1))),
     Setting("window.close.on.idle.ms", "close_on_idle_ms", _optional(_whole)),
     Setting("state.changelog.dir", "changelog_dir", _optional(_text)),
     Setting("task.timeout.ms", "task_timeout_ms", _whole),
@@ -112,6 +114,10 @@ class StreamsConfig:
     #: on Spark, a task whose buckets are at most this many bytes (pickled) in all keeps them
     #: with its task state in one value of Spark state (0: never), docs/semantics.md §6
     state_inline_max_bytes: int = 1 << 20
+    #: a task runs a micro-batch's records of one topic at most this many at a time (its state
+    #: held in memory in between, committed once): bounds the batch's working set, not its
+    #: results (docs/semantics.md §6); None: all at once
+    task_batch_max_records: int | None = None
     #: opt-in: windows closed after the input of a task is idle this long (wall clock), or None
     close_on_idle_ms: int | None = None
     #: without Kafka: a directory where each logged store's changelog topic is kept as files

@@ -12,7 +12,7 @@ writes nothing. The driver sees only the counters.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -100,10 +100,10 @@ class KafkaPartitionWriter(PartitionWriter, TaskWriter):
             if table.num_rows
         })
 
-    def write_task(self, batch_id: int, run: str, task: str, rows: Mapping[str, Rows]
-                   ) -> dict[str, int]:
+    def write_task(self, batch_id: int, run: str, task: str,
+                   rows: Mapping[str, Iterable[Rows]]) -> dict[str, int]:
         return self._write(batch_id, run, task, {
-            self.names[topic]: [records] for topic, records in rows.items() if records
+            self.names[topic]: chunks for topic, chunks in rows.items()
         })
 
     def _write(self, batch_id: int, run: str, partition: int | str,

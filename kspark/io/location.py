@@ -5,7 +5,7 @@ of the application that uses it."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from kspark.config import StreamsConfig
@@ -84,10 +84,12 @@ class TaskWriter(ABC):
 
     @abstractmethod
     def write_task(self, batch_id: int, run: str, task: str,
-                   rows: Mapping[str, list[tuple[Any, Any, int, int, Any]]]) -> dict[str, int]:
-        """Write the task's records (topic -> ``(key, value, timestamp, partition, headers)``),
-        unless the task wrote this batch before (a retried or replayed one). Returns counters
-        for the application's metrics."""
+                   rows: Mapping[str, Iterable[list[tuple[Any, Any, int, int, Any]]]]
+                   ) -> dict[str, int]:
+        """Write the task's records (topic -> lists of ``(key, value, timestamp, partition,
+        headers)``, each list taken once, one at a time, as it is written), unless the task
+        wrote this batch before (a retried or replayed one). Returns counters for the
+        application's metrics."""
 
     @abstractmethod
     def close_task(self, task: str) -> None:

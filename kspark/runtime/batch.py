@@ -82,6 +82,17 @@ def wall_clock_now() -> int:
     return int(time.time() * 1000)
 
 
+def _process_batch(task: Task, records: SourceBatch, fast: bool, most: int | None) -> int:
+    """:meth:`Task.process_batch` of ``records``, of one topic at most ``most`` at a time (the
+    task's state held between the slices: each slice's working set is what it needs, and the
+    results are the record-by-record path's, as for the whole batch)."""
+    n = len(records)
+    if most is None or n <= most or records.topic is None:
+        return task.process_batch(records, fast=fast)
+    return sum(task.process_batch(records.slice(start, min(start + most, n)), fast=fast)
+               for start in range(0, n, most))
+
+
 def _touches_most_buckets(batch: SourceBatch, buckets: int) -> bool:
     """Whether the batch's keys are likely to touch most of each store's ``buckets``: at least
     twice as many distinct keys among its first records (which touch about 86 % of them when
@@ -188,7 +199,7 @@ def run_task_batch(
         if isinstance(records, SourceBatch):
             stream_time = task.stream_time
             try:
-                fast = task.process_batch(records, fast=fast_path)
+                fast = _process_batch(task, records, fast_path, config.task_batch_max_records)
             except FastPathAborted as aborted:
                 _log_abort(aborted, len(records))
                 if spilling is not None:

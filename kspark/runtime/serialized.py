@@ -174,6 +174,12 @@ def output_partitions(output: Output) -> list[int | None] | None:
 Encoded = tuple[np.ndarray, np.ndarray]
 
 
+def _codes_of(encoded: Encoded | None, start: int, stop: int) -> Encoded | None:
+    """The codes of records ``start`` to ``stop`` of ``encoded``, with all its distinct
+    values."""
+    return None if encoded is None else (encoded[0][start:stop], encoded[1])
+
+
 class SourceBatch:
     """Serialized input records of one task in processing order, as columns.
 
@@ -236,6 +242,22 @@ class SourceBatch:
 
     def __len__(self) -> int:
         return len(self.timestamps)
+
+    def slice(self, start: int, stop: int) -> SourceBatch:
+        """The records ``start`` to ``stop`` (the encoded keys' and values' distinct byte
+        strings shared)."""
+        return SourceBatch(
+            self.timestamps[start:stop],
+            self.partitions[start:stop],
+            self.offsets[start:stop],
+            self.keys[start:stop],
+            self.values[start:stop],
+            self.topic,
+            None if self.topics is None else self.topics[start:stop],
+            _codes_of(self.encoded_keys, start, stop),
+            _codes_of(self.encoded_values, start, stop),
+            None if self.headers is None else self.headers[start:stop],
+        )
 
     def topic_at(self, i: int) -> str:
         return self.topic if self.topic is not None else self.topics[i]  # type: ignore[index]

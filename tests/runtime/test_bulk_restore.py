@@ -33,21 +33,23 @@ TOPIC = "a-counts-changelog"
 CODEC = ChangelogCodec("window", serdes.String(), serdes.Long(), WINDOW)
 
 
-def reader(buckets: int) -> tuple[Topology, StreamsConfig]:
+def reader(buckets: int, most: int | None = None) -> tuple[Topology, StreamsConfig]:
     topo = Topology()
     topo.add_read_only_state_store(
         Stores.window_store("counts", RETENTION, WINDOW, key_serde=serdes.String(),
                             value_serde=serdes.Long()),
         TOPIC,
     )
-    return topo, StreamsConfig.of({"state.buckets": buckets}, application_id="reader")
+    return topo, StreamsConfig.of({"state.buckets": buckets, "task.batch.max.records": most},
+                                  application_id="reader")
 
 
-def restore(buckets: int, batches: list[list[SourceRecord]], fast: bool) -> tuple:
+def restore(buckets: int, batches: list[list[SourceRecord]], fast: bool,
+            most: int | None = None) -> tuple:
     """Durable state after restoring ``batches`` (without expired segments: a bucket that a
     batch does not write keeps them until it is next loaded, and its size gauge counts them),
-    and how many records took the bulk path."""
-    topo, config = reader(buckets)
+    and how many records took the bulk path (``most`` at a time)."""
+    topo, config = reader(buckets, most)
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     bulk = 0
@@ -101,8 +103,9 @@ changelogs = st.lists(
 @settings(max_examples=examples(200), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(changelog=changelogs, cuts=st.lists(st.integers(1, 60), max_size=3),
-       buckets=st.sampled_from([1, 3]), tombstones=st.booleans())
-def test_bulk_restore_leaves_the_store_as_one_by_one(changelog, cuts, buckets, tombstones):
+       buckets=st.sampled_from([1, 3]), tombstones=st.booleans(),
+       most=st.one_of(st.none(), st.integers(1, 20)))
+def test_bulk_restore_leaves_the_store_as_one_by_one(changelog, cuts, buckets, tombstones, most):
     """Windows written, overwritten and removed (tombstones), in segments (of 3 windows'
     time) that expire as stream time moves, over several batches: the same durable state
     either way."""
@@ -112,7 +115,7 @@ def test_bulk_restore_leaves_the_store_as_one_by_one(changelog, cuts, buckets, t
     bounds = sorted({0, len(recs), *(c for c in cuts if c < len(recs))})
     batches = [recs[a:b] for a, b in pairwise(bounds)]
     expected, _ = restore(buckets, batches, fast=False)
-    actual, bulk = restore(buckets, batches, fast=True)
+    actual, bulk = restore(buckets, batches, fast=True, most=most)
     assert bulk == len(recs)
     assert actual == expected
     # and what the store then shows is the changelog's meaning: each window's last write,

@@ -65,10 +65,11 @@ def state_of(state: DictTaskState) -> tuple:
     return meta, buckets
 
 
-def run(topo, batches, fast: bool, logged: bool = False):
+def run(topo, batches, fast: bool, logged: bool = False, most: int | None = None):
     """Outputs, counters, final state, records handled by a fast path, and the fast path's
-    aborts (each batch that had to run again record by record)."""
-    config = StreamsConfig.of(None, application_id="fast-test")
+    aborts (each batch that had to run again record by record); with ``most``, each batch
+    runs at most that many records at a time (``task.batch.max.records``)."""
+    config = StreamsConfig.of({"task.batch.max.records": most}, application_id="fast-test")
     sub = topo.sub_topologies()[0]
     state = DictTaskState()
     outputs, counters, used = [], [], 0
@@ -126,12 +127,14 @@ def examples(default: int) -> int:
     kind=st.sampled_from(["count", "list"]),
     drift=st.integers(0, 6),
     logged=st.booleans(),
+    most=st.one_of(st.none(), st.integers(1, 50)),
 )
 def test_fast_path_equals_record_path(steps, cuts, gap, grace, on_close, caching, kind, drift,
-                                      logged):
+                                      logged, most):
+    # with ``most``, the fast path runs each batch in slices that share the task's state
     batches = input_batches(steps, cuts, gap, drift)
     topo = topology(gap, grace, on_close, caching, kind)
-    fast = run(topo, batches, True, logged)
+    fast = run(topo, batches, True, logged, most)
     exact = run(topo, batches, False, logged)
     assert exact[3] == 0
     assert fast[4] == []  # declining a batch is fine; failing half-way through is a bug
@@ -261,8 +264,10 @@ def per_topic(outputs):
     cuts=st.lists(st.integers(1, 120), max_size=4),
     on_close=st.booleans(),
     logged=st.booleans(),
+    most=st.one_of(st.none(), st.integers(1, 50)),
 )
-def test_two_aggregations_of_one_stream_equal_the_record_path(steps, cuts, on_close, logged):
+def test_two_aggregations_of_one_stream_equal_the_record_path(steps, cuts, on_close, logged,
+                                                               most):
     # the main job's shape: a session count and a session aggregate on the same grouped stream
     from kspark.examples import sessions
 
@@ -276,7 +281,7 @@ def test_two_aggregations_of_one_stream_equal_the_record_path(steps, cuts, on_cl
     bounds = sorted({c for c in cuts if c < len(recs)})
     batches = [recs[a:b] for a, b in zip([0, *bounds], [*bounds, len(recs)])]
     topo = sessions.topology(emit_on_close=on_close)
-    fast = run(topo, batches, True, logged)
+    fast = run(topo, batches, True, logged, most)
     exact = run(topo, batches, False, logged)
     assert fast[4] == []
     assert per_topic(fast[0]) == per_topic(exact[0])
@@ -423,15 +428,16 @@ def deleting_topology(gap: int, grace: int, on_close: bool, caching: bool, none_
                                  st.integers(0, 400)), min_size=5, max_size=60),
        cuts=st.lists(st.integers(1, 60), max_size=3),
        gap=st.integers(1, 20), grace=st.integers(0, 20), on_close=st.booleans(),
-       caching=st.booleans(), none_on=st.integers(0, 3), drift=st.integers(0, 6))
+       caching=st.booleans(), none_on=st.integers(0, 3), drift=st.integers(0, 6),
+       most=st.one_of(st.none(), st.integers(1, 30)))
 def test_fast_path_equals_record_path_when_functions_return_none(steps, cuts, gap, grace,
                                                                 on_close, caching, none_on,
-                                                                drift):
+                                                                drift, most):
     """An aggregator returning None deletes its session on the record path (Kafka Streams puts
     the null); the batch path, which does not model that, goes record by record instead of
     keeping a session without an aggregate (a later batch then handed ``None`` to the merger
     and failed)."""
     batches = input_batches(steps, cuts, gap, drift)
     topo = deleting_topology(gap, grace, on_close, caching, none_on)
-    fast, exact = run(topo, batches, True), run(topo, batches, False)
+    fast, exact = run(topo, batches, True, most=most), run(topo, batches, False)
     assert fast[:3] == exact[:3]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from kspark.io.location import TaskWriter
 from kspark.runtime.metrics import Metrics
 from kspark.spark.internals import task_sinks
-from kspark.spark.internals.task_sinks import TaskSinks
+from kspark.spark.internals.task_sinks import TaskSinks, TopicRecords, chunked
 
 
 class RecordingWriter(TaskWriter):
@@ -27,14 +27,21 @@ class RecordingWriter(TaskWriter):
         self.calls.append(("open", batch_id, run, task))
 
     def write_task(self, batch_id, run, task, rows):
-        self.calls.append(("write", batch_id, run, task, dict(rows)))
-        return {"sink.records.written": sum(map(len, rows.values()))}
+        taken = {topic: [row for chunk in chunks for row in chunk]
+                 for topic, chunks in rows.items()}
+        self.calls.append(("write", batch_id, run, task, taken))
+        return {"sink.records.written": sum(map(len, taken.values()))}
+
 
     def close_task(self, task):
         self.calls.append(("close", task))
 
     def close_tasks(self):
         self.calls.append(("close_tasks",))
+
+
+def rows_of(records: TopicRecords) -> list:
+    return [row for chunk in records.chunks for row in chunk]
 
 
 @dataclass
@@ -52,7 +59,7 @@ def test_a_tasks_records_of_the_written_topics_split_from_the_rest_in_order():
     parts = [0, 1, 2, 0, 1, 3]
     headers = [None, None, (("error", b"bad"),), (), None, None]
     written, keep = sinks.split(topics, keys, values, stamps, parts, headers)
-    assert written == {
+    assert {topic: rows_of(records) for topic, records in written.items()} == {
         "out": [(b"k0", b"v0", 10, 0, None), (b"k3", b"v3", 13, 0, None),
                 (b"k5", b"v5", 15, 3, None)],
         "dlq": [(b"k2", b"v2", 12, 2, [("error", b"bad")])],
@@ -69,8 +76,9 @@ def test_each_writer_gets_its_own_topics_in_one_call_and_the_figures_are_counted
     sinks.open(["0_0", "0_2"])
     metrics = Metrics()
     now = 1_000_000
-    sinks.write("0_2", {"out": [(b"k", b"v", now, 0, None)]},
-                {"out-changelog": [(b"k", b"c", now, 2, None)]}, metrics)
+    sinks.write("0_2", {"out": TopicRecords([now], [[(b"k", b"v", now, 0, None)]])},
+                {"out-changelog": TopicRecords([now], [[(b"k", b"c", now, 2, None)]])},
+                metrics)
     sinks.close("0_2")
     sinks.close_all()
     assert a.calls == [
@@ -94,3 +102,21 @@ def test_only_stages_that_may_write_the_topics_get_the_sinks():
     dead = TaskSinks([(RecordingWriter(), ["dlq"])])
     assert dead.for_stage(Sub(["rep"]), {}, "dlq", False) is dead
     assert dead.for_stage(Sub(["rep"]), {}, None, False) is None
+
+
+def test_a_topics_rows_are_made_a_chunk_at_a_time_as_the_writer_takes_them(monkeypatch):
+    monkeypatch.setattr(task_sinks, "CHUNK", 2)
+    made = []
+
+    def make(start, stop):
+        made.append((start, stop))
+        return [(b"k%d" % i, b"v", i, 0, None) for i in range(start, stop)]
+
+    chunks = chunked(5, make)
+    assert made == []  # nothing before the writer asks
+    assert [len(chunk) for chunk in chunks] == [2, 2, 1]
+    assert made == [(0, 2), (2, 4), (4, 5)]
+    sinks = TaskSinks([(RecordingWriter(), ["out"])])
+    written, _ = sinks.split(["out"] * 5, [b"k"] * 5, [b"v"] * 5, list(range(5)), [0] * 5, None)
+    assert [len(chunk) for chunk in written["out"].chunks] == [2, 2, 1]
+    assert len(written["out"]) == 5

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ from kspark.runtime.changelog_entries import ChangelogEntries
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
 from kspark.runtime.serialized import Encoded, SourceBatch, output_headers, output_partitions
 from kspark.spark.internals.row_schema import ROW_COLUMNS
+from kspark.spark.internals.task_sinks import TaskSinks, TopicRecords, chunked
 from kspark.spark.internals.wire import (
     KIND_CHANGELOG,
     KIND_FILE,
@@ -35,9 +36,6 @@ from kspark.spark.internals.wire import (
     unpack_records,
 )
 from kspark.state.internals.changelog import ChangelogCodec
-
-if TYPE_CHECKING:
-    from kspark.spark.internals.task_sinks import TaskSinks
 
 
 def stage_batch(
@@ -137,7 +135,7 @@ def _run_task(
             "headers": ([None] * count if headers is None
                         else [encode_headers(h) if h else None for h in headers]),
         }
-        changelogs: dict[str, Any] = {}
+        changelogs: dict[str, TopicRecords] = {}
         if stage.changelog_topics:
             changelogs = _changelog_rows(
                 stage.changelog_topics, topology, result.changelog, rows, task_id, partition,
@@ -205,22 +203,23 @@ def _changelog_rows(
     task_id: str,
     partition: int,
     written_here: frozenset[str] = frozenset(),
-) -> dict[str, list[tuple[Any, Any, int, int, Any]]]:
+) -> dict[str, TopicRecords]:
     """Append the batch's committed changes of each written-out store as changelog rows
     (partition = the task's partition, as Kafka Streams' changelogs are co-partitioned); those
-    of the topics in ``written_here`` are returned instead, as a task writer takes them."""
+    of the topics in ``written_here`` are returned instead, encoded as a task writer takes
+    them."""
     out = {}
     for store, entries in changelog.items():
         topic = changelog_topics.get(store)
         if topic is None:
             continue
         codec = ChangelogCodec.for_builder(topology.store_builders[store])
+        if topic in written_here:
+            out[topic] = TopicRecords(entries.timestamps,
+                                      chunked(len(entries), _encoder(codec, entries, partition)))
+            continue
         keys = [codec.encode_key(key) for key in entries.keys]
         values = [codec.encode_value(value) for value in entries.values]
-        if topic in written_here:
-            out[topic] = [(k, v, ts, partition, None)
-                          for k, v, ts in zip(keys, values, entries.timestamps)]
-            continue
         n = len(entries)
         columns: tuple[list[Any], ...] = (
             [KIND_CHANGELOG] * n,
@@ -236,6 +235,18 @@ def _changelog_rows(
         for column, items in zip(ROW_COLUMNS, columns):
             rows[column].extend(items)
     return out
+
+
+def _encoder(codec: ChangelogCodec, entries: ChangelogEntries, partition: int
+             ) -> Callable[[int, int], list[tuple[Any, Any, int, int, Any]]]:
+    """The changelog records of ``entries`` ``start`` to ``stop``, encoded, as a task writer
+    takes them."""
+    def rows(start: int, stop: int) -> list[tuple[Any, Any, int, int, Any]]:
+        return [(codec.encode_key(k), codec.encode_value(v), ts, partition, None)
+                for k, v, ts in zip(entries.keys[start:stop], entries.values[start:stop],
+                                    entries.timestamps[start:stop])]
+
+    return rows
 
 
 #: the columns of a task's input records, as :func:`record_columns` gives them (and

@@ -7,8 +7,9 @@ soon as the task is done rather than when the last task of its Spark task is."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,27 @@ from kspark.topology.topology import Topology
 #: a topic's records as a task writer takes them: ``(key, value, timestamp, partition,
 #: headers)``
 Rows = list[tuple[Any, Any, int, int, Any]]
+#: records a task writer is given at a time: a topic's rows are made as it takes them, so that
+#: a large batch never exists as row tuples all at once
+CHUNK = 20_000
+
+
+@dataclass
+class TopicRecords:
+    """A task's records of one topic: their timestamps, and the rows a writer takes one list
+    at a time (made as it takes them, once)."""
+
+    stamps: Sequence[int]
+    chunks: Iterable[Rows]
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+
+def chunked(count: int, make: Callable[[int, int], Rows]) -> Iterator[Rows]:
+    """``make(start, stop)`` for the records ``0`` to ``count``, :data:`CHUNK` at a time."""
+    for start in range(0, count, CHUNK):
+        yield make(start, min(start + CHUNK, count))
 
 
 class TaskSinks:
@@ -57,20 +79,19 @@ class TaskSinks:
             for task in tasks:
                 writer.open_task(batch, run, task)
 
-    def write(self, task: str, records: dict[str, Rows], changelogs: dict[str, Rows],
-              metrics: Metrics) -> None:
-        """Write the task's ``records`` and ``changelogs`` (topic -> rows), each writer's in
-        one go, and count what was written (and the records' end-to-end latency) in
+    def write(self, task: str, records: Mapping[str, TopicRecords],
+              changelogs: Mapping[str, TopicRecords], metrics: Metrics) -> None:
+        """Write the task's ``records`` and ``changelogs`` (by topic), each writer's in one
+        transaction, and count what was written (and the records' end-to-end latency) in
         ``metrics``."""
         if self._batch is None:
             raise RuntimeError("TaskSinks.write before open")
         batch, run = self._batch
         for topic, rows in records.items():
-            observe_latency(metrics, topic, np.fromiter((r[2] for r in rows), np.int64,
-                                                        len(rows)))
+            observe_latency(metrics, topic, np.asarray(rows.stamps, dtype=np.int64))
         for writer, topics in self.writers:
-            mine = {t: rows for part in (records, changelogs) for t, rows in part.items()
-                    if t in topics and rows}
+            mine = {t: rows.chunks for part in (records, changelogs) for t, rows in part.items()
+                    if t in topics and len(rows)}
             if mine:
                 metrics.merge(writer.write_task(batch, run, task, mine))
 
@@ -97,19 +118,23 @@ class TaskSinks:
 
     def split(self, topics: list[str], keys: list[Any], values: list[Any], stamps: list[int],
               partitions: list[int], headers: list[Any] | None
-              ) -> tuple[dict[str, Rows], np.ndarray]:
+              ) -> tuple[dict[str, TopicRecords], np.ndarray]:
         """The records of the topics written here, by topic in output order, and the mask of
         the other records."""
         names = pd.Series(topics, dtype=object)
         mine = names.isin(self.topics).to_numpy(dtype=bool)
         if not mine.any():
             return {}, ~mine
-        out: dict[str, Rows] = {}
+        out: dict[str, TopicRecords] = {}
         for topic in pd.unique(names[mine]):
             idx = np.flatnonzero((names == topic).to_numpy()).tolist()
-            out[str(topic)] = [(keys[i], values[i], stamps[i], partitions[i],
-                                list(headers[i]) if headers is not None and headers[i] else None)
-                               for i in idx]
+
+            def rows(start: int, stop: int, idx: list[int] = idx) -> Rows:
+                return [(keys[i], values[i], stamps[i], partitions[i],
+                         list(headers[i]) if headers is not None and headers[i] else None)
+                        for i in idx[start:stop]]
+
+            out[str(topic)] = TopicRecords([stamps[i] for i in idx], chunked(len(idx), rows))
         return out, ~mine
 
 
