@@ -254,3 +254,27 @@ def test_final_tables_equal_with_caching_on(spark, app_dir):
         assert final_table(actual[topic], topic) == final_table(expected[topic], topic), topic
         # caching on Spark combines the updates of a whole micro-batch
         assert len(actual[topic]) <= len(expected[topic])
+
+
+@pytest.mark.parametrize("most", [None, 9])
+def test_session_windows_closed_equal_the_driver_in_slices_of_a_micro_batch(spark, app_dir,
+                                                                            most):
+    """The main job (sessions emitted when they close, through the session aggregations'
+    batch path): with ``task.batch.max.records`` each task runs its micro-batch 9 records at a
+    time, its stores held between the slices; the sessions and the late clicks dropped are the
+    driver's, as when it runs the micro-batch at once."""
+    from kspark.examples import sessions
+
+    clicks = list(sessions.generate_clicks(400, users=5, seed=11, late_fraction=0.1))
+    outputs = {"session-counts": (SW, serdes.Long()), "session-pages": (SW, J)}
+    driver_metrics: dict[str, int] = {}
+    expected = run_driver(sessions.topology(), {"clicks": clicks}, outputs,
+                          {"clicks": (S, J)}, metrics=driver_metrics)
+    actual, app = run_spark(
+        spark, sessions.topology(), {"clicks": clicks}, outputs, {"clicks": (S, J)}, app_dir,
+        batches=2, config={"task.batch.max.records": most}, app_id=f"diff-slices-{most}",
+    )
+    for topic in outputs:
+        assert expected[topic], f"{topic}: the driver produced nothing"
+        assert actual[topic] == expected[topic], topic
+    assert app.metrics()["dropped-records-total"] == driver_metrics["dropped-records-total"] > 0
