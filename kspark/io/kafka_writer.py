@@ -101,10 +101,31 @@ class KafkaPartitionWriter(PartitionWriter, TaskWriter):
         })
 
     def write_task(self, batch_id: int, run: str, task: str,
-                   rows: Mapping[str, Iterable[Rows]]) -> dict[str, int]:
-        return self._write(batch_id, run, task, {
-            self.names[topic]: chunks for topic, chunks in rows.items()
-        })
+                   rows: Mapping[str, Iterable[Rows]], final: bool = True) -> dict[str, int]:
+        named = {self.names[topic]: chunks for topic, chunks in rows.items()}
+        if final:
+            return self._write(batch_id, run, task, named)
+        opened = self._opened.get(task)
+        if opened is None:
+            opened = self._opened[task] = self._done(self._writer(task))
+        return {"sink.records.written": opened.result().send(run, batch_id, named)}
+
+    def abort_task(self, task: str) -> None:
+        opened = self._opened.get(task)
+        if opened is not None:
+            opened.result().abort()
+
+    @staticmethod
+    def _done(writer: TransactionalWriter) -> Future[TransactionalWriter]:
+        """``writer``, opened here, as :meth:`open_task` would have it."""
+        future: Future[TransactionalWriter] = Future()
+        try:
+            writer.open()
+        except BaseException:
+            writer.close()
+            raise
+        future.set_result(writer)
+        return future
 
     def _write(self, batch_id: int, run: str, partition: int | str,
                chunks: Mapping[str, Any]) -> dict[str, int]:

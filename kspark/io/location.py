@@ -84,12 +84,18 @@ class TaskWriter(ABC):
 
     @abstractmethod
     def write_task(self, batch_id: int, run: str, task: str,
-                   rows: Mapping[str, Iterable[list[tuple[Any, Any, int, int, Any]]]]
-                   ) -> dict[str, int]:
+                   rows: Mapping[str, Iterable[list[tuple[Any, Any, int, int, Any]]]],
+                   final: bool = True) -> dict[str, int]:
         """Write the task's records (topic -> lists of ``(key, value, timestamp, partition,
         headers)``, each list taken once, one at a time, as it is written), unless the task
-        wrote this batch before (a retried or replayed one). Returns counters for the
-        application's metrics."""
+        wrote this batch before (a retried or replayed one). A task may write its batch in
+        several calls: the records of every call become visible together, with the last
+        (``final``). Returns counters for the application's metrics."""
+
+    @abstractmethod
+    def abort_task(self, task: str) -> None:
+        """Forget what task ``task`` wrote of its batch so far (not ``final``): it runs the
+        batch again from the start."""
 
     @abstractmethod
     def close_task(self, task: str) -> None:

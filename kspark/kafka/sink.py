@@ -85,6 +85,8 @@ class TransactionalWriter:
         self._fatal: Any = None
         self.skipped_batches = 0
         self.committed_batches = 0
+        #: the batch whose transaction :meth:`send` began (committed by :meth:`commit`)
+        self._sending: tuple[str, int] | None = None
 
     def open(self) -> None:
         """Take over the transactional id (aborting and fencing any earlier holder) and read the
@@ -167,11 +169,47 @@ class TransactionalWriter:
         batch then never exists as Python objects all at once)."""
         self._staged.setdefault(topic, []).append(chunks)
 
+    def send(self, run: str, batch_id: int, tables: Mapping[str, Iterable[Rows]]) -> int:
+        """Write records of batch ``batch_id`` (topic -> lists of records) right away, in the
+        batch's transaction (begun by the first send), unless the batch was committed before;
+        :meth:`commit` writes the rest and commits, :meth:`abort` forgets what was sent.
+        Returns the number of records written."""
+        self.open()
+        if self.written(run, batch_id):
+            return 0
+        count = 0
+        try:
+            if self._sending != (run, batch_id):
+                if self._sending is not None:
+                    raise StreamsError(f"batch {self._sending[1]} of run {self._sending[0]} "
+                                       f"was sent and not committed")
+                self._errors.clear()
+                self._producer.begin_transaction()
+                self._sending = (run, batch_id)
+            for topic, chunks in tables.items():
+                for rows in chunks:
+                    count += self._produce(topic, rows)
+        except Exception as exc:
+            self._sending = None
+            self._fail(exc, batch_id)
+        return count
+
+    def abort(self) -> None:
+        """Abort the transaction :meth:`send` began, if any (its records are never read)."""
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            try:
+                self._producer.abort_transaction(self.timeout)
+            except Exception as exc:
+                self._fail(exc, sending[1])
+
     def commit(self, run: str, batch_id: int) -> int:
-        """Write the staged records and the batch's marker in one transaction, unless the batch
-        was committed before; returns the number of records written."""
+        """Write the staged records and the batch's marker in one transaction (with what
+        :meth:`send` wrote of it), unless the batch was committed before; returns the number
+        of records written."""
         staged, self._staged = self._staged, {}
-        if not any(staged.values()):  # nothing to write (or committed already)
+        sending = self._sending == (run, batch_id)
+        if not any(staged.values()) and not sending:  # nothing to write (or committed already)
             return 0
         self.open()
         if self.written(run, batch_id):
@@ -180,9 +218,12 @@ class TransactionalWriter:
             return 0
         marker = {"run": run, "batch": batch_id}
         producer = self._producer
-        self._errors.clear()
+        self._sending = None
+        if not sending:
+            self._errors.clear()
         try:
-            producer.begin_transaction()
+            if not sending:
+                producer.begin_transaction()
             count = 0
             for topic, parts in staged.items():
                 for chunks in parts:

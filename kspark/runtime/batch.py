@@ -14,7 +14,7 @@ import pickle
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -56,6 +56,20 @@ def _log_abort(aborted: FastPathAborted, records: int) -> None:
             " (later aborts of this cause are logged at DEBUG)" if first else "")
 
 
+class SliceOutput(Protocol):
+    """Where a task's output and changelog go after each slice of a batch but the last
+    (``task.batch.max.records``): the Spark stage writes its sink topics' records into the
+    task's open transaction at once, so that they are not held until the batch ends."""
+
+    def write(self, output: Output, changelog: dict[str, ChangelogEntries]
+              ) -> tuple[Output, dict[str, ChangelogEntries]]:
+        """Take a slice's committed output and changelog entries; returns those it did not
+        take, which stay in the batch's result."""
+
+    def restart(self) -> None:
+        """Forget everything taken so far: the batch runs again from its durable state."""
+
+
 @dataclass
 class BatchResult:
     #: what the task wrote, in order (see :attr:`output` and :meth:`output_columns`)
@@ -82,15 +96,43 @@ def wall_clock_now() -> int:
     return int(time.time() * 1000)
 
 
-def _process_batch(task: Task, records: SourceBatch, fast: bool, most: int | None) -> int:
-    """:meth:`Task.process_batch` of ``records``, of one topic at most ``most`` at a time (the
-    task's state held between the slices: each slice's working set is what it needs, and the
-    results are the record-by-record path's, as for the whole batch)."""
+class _Kept:
+    """The output and changelog entries of a batch's slices that its :class:`SliceOutput` did
+    not take, in order."""
+
+    def __init__(self) -> None:
+        self.output: Output = []
+        self.changelog: dict[str, ChangelogEntries] = {}
+
+    def add(self, output: Output, changelog: dict[str, ChangelogEntries]) -> None:
+        self.output.extend(output)
+        for store, entries in changelog.items():
+            kept = self.changelog.get(store)
+            if kept is None:
+                self.changelog[store] = entries
+            else:
+                kept.extend(entries)
+
+
+def _process_batch(task: Task, records: SourceBatch, fast: bool, most: int | None,
+                   sliced: SliceOutput | None, kept: _Kept) -> int:
+    """:meth:`Task.process_batch` of ``records``, at most ``most`` at a time: each slice but
+    the last is committed (its cached changes forwarded and logged) and its output and
+    changelog handed to ``sliced`` (those it leaves go into ``kept``); the stores stay in
+    memory, and the state is written once, after the batch."""
     n = len(records)
-    if most is None or n <= most or records.topic is None:
+    if most is None or n <= most:
         return task.process_batch(records, fast=fast)
-    return sum(task.process_batch(records.slice(start, min(start + most, n)), fast=fast)
-               for start in range(0, n, most))
+    handled = 0
+    for start in range(0, n, most):
+        handled += task.process_batch(records.slice(start, min(start + most, n)), fast=fast)
+        if start + most < n:
+            task.commit()
+            output, changelog = task.drain_output_parts(), task.drain_changelog()
+            if sliced is not None:
+                output, changelog = sliced.write(output, changelog)
+            kept.add(output, changelog)
+    return handled
 
 
 def _touches_most_buckets(batch: SourceBatch, buckets: int) -> bool:
@@ -158,13 +200,16 @@ def run_task_batch(
     *,
     fast_path: bool = True,
     changelog_stores: Collection[str] | None = None,
+    sliced: SliceOutput | None = None,
 ) -> BatchResult:
     """Run one batch of ``records`` (already in processing order) through one task.
 
     A :class:`SourceBatch` may be handled by a processor's vectorised path (``fast_path``),
     which gives exactly the record-by-record results; if that path fails, the batch is rerun
     record by record from the durable state. ``changelog_stores`` limits the changelog entries
-    kept to those stores (``None``: all)."""
+    kept to those stores (``None``: all). A :class:`SourceBatch` longer than
+    ``task.batch.max.records`` runs in slices, each committed, whose output and changelog go
+    to ``sliced`` as each slice ends."""
     saved = state.get_meta()
     previous = pickle.loads(saved) if saved is not None else {}
     spilling = SpillingState(state) if config.state_buckets_in_memory is not None else None
@@ -195,18 +240,22 @@ def run_task_batch(
     task = new_task(metrics)
     fast = 0
     written: _Written = {}
+    most = config.task_batch_max_records
+    kept = _Kept()
     try:
         if isinstance(records, SourceBatch):
             stream_time = task.stream_time
             try:
-                fast = _process_batch(task, records, fast_path, config.task_batch_max_records)
+                fast = _process_batch(task, records, fast_path, most, sliced, kept)
             except FastPathAborted as aborted:
                 _log_abort(aborted, len(records))
                 if spilling is not None:
                     spilling.discard()
-                metrics = Metrics()
+                if sliced is not None:
+                    sliced.restart()
+                metrics, kept = Metrics(), _Kept()
                 task = new_task(metrics)
-                fast = task.process_batch(records, fast=False)
+                fast = _process_batch(task, records, False, most, sliced, kept)
             _observe_lateness(metrics, stream_time, records.timestamps)
         else:
             stamps = []
@@ -219,7 +268,8 @@ def run_task_batch(
         task.punctuate_wall_clock()
         task.maybe_close_idle()
         task.commit()
-        output = task.drain_output_parts()
+        kept.add(task.drain_output_parts(), task.drain_changelog())
+        output = kept.output
         for store in task.stores.values():
             sizes = written[store.name] = {}
             for bucket, data in store.dirty_buckets().items():
@@ -241,7 +291,7 @@ def run_task_batch(
     new_state["output_seq"] = seq + output_count(output)
     new_state[_STORE_SIZES] = _store_sizes(task, previous, written, metrics)
     state.set_meta(pickle.dumps(new_state, protocol=5))
-    result = BatchResult(output, task.drain_changelog(), metrics, seq, fast)
+    result = BatchResult(output, kept.changelog, metrics, seq, fast)
     # the task refers to itself (its processors' contexts): the buckets its stores loaded
     # would otherwise wait for the garbage collector, a full collection of them all
     for store in task.stores.values():

@@ -20,6 +20,12 @@ class ChangelogEntries:
         self.values.append(value)
         self.timestamps.append(timestamp)
 
+    def extend(self, other: ChangelogEntries) -> None:
+        """Append ``other``'s entries."""
+        self.keys.extend(other.keys)
+        self.values.extend(other.values)
+        self.timestamps.extend(other.timestamps)
+
     def rows(self) -> list[tuple[Any, Any, int]]:
         """The entries as ``(key, value, timestamp)`` tuples."""
         return list(zip(self.keys, self.values, self.timestamps))

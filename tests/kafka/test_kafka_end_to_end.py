@@ -35,19 +35,22 @@ def prefix(topic):
     return f"{topic}."
 
 
-@pytest.mark.parametrize("in_stage", ["true", "false"])
+@pytest.mark.parametrize(("in_stage", "most"), [("true", None), ("false", None), ("true", 13)])
 def test_sessions_topic_to_topic_equal_the_test_driver(spark, app_dir, bootstrap, prefix,
-                                                       in_stage):
+                                                       in_stage, most):
     """Read and written in the stages (each partition's records from Kafka to the task that
     processes them, each task's output to Kafka in a transaction of its own right after it ran)
-    or not (Spark's source reading the records, the query's last stage writing them)."""
+    or not (Spark's source reading the records, the query's last stage writing them); with
+    ``most``, each task runs its batch 13 records at a time and writes each slice's sessions
+    into its open transaction as the slice ends."""
     create(bootstrap, f"{prefix}clicks", 4)
     clicks = _clicks(800, seed=3)
     parts = produce(bootstrap, f"{prefix}clicks", clicks)
     assert len(set(parts)) == 4
     app = sessions_app(bootstrap, prefix, os.path.join(app_dir, "ck"), 300, spark=spark,
                        config={"spark.kspark.kafka.read.in.stage": in_stage,
-                               "spark.kspark.sink.in.stage": in_stage})
+                               "spark.kspark.sink.in.stage": in_stage,
+                               "task.batch.max.records": most})
     app.start()
     try:
         app.process_all_available()

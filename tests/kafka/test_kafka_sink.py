@@ -209,3 +209,21 @@ def test_a_marker_read_whose_metadata_request_fails_is_asked_again_then_named():
     message = str(caught.value)
     assert "'app-kspark-sink-batches'" in message and "'app-kspark-sink-0'" in message
     assert "metadata" in message and caught.value.__cause__ is not None
+
+
+def test_a_batch_sent_in_parts_is_seen_only_when_committed_and_aborted_parts_never(bootstrap,
+                                                                                  out):
+    rows = _batch(0, n=30)
+    writer = _writer(bootstrap, out)
+    assert writer.send("run-1", 0, {out: [rows[:10]]}) == 10
+    assert writer.send("run-1", 0, {out: [rows[10:20]]}) == 10
+    # sent, in the log, not committed: a read_committed consumer sees none of them yet
+    assert len(_uncommitted_values(bootstrap, out)) == 20
+    assert _values(bootstrap, out) == []
+    writer.abort()  # the task runs its batch again from the start
+    assert writer.send("run-1", 0, {out: [rows[:15]]}) == 15
+    assert _write(writer, out, "run-1", 0, rows[15:]) == 15  # the rest, and the commit
+    assert writer.send("run-1", 0, {out: [rows]}) == 0  # a replay of the batch sends nothing
+    assert _write(writer, out, "run-1", 0, rows) == 0
+    writer.close()
+    assert _values(bootstrap, out) == sorted(value for _, value, *_ in rows)

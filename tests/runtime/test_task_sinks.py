@@ -26,11 +26,14 @@ class RecordingWriter(TaskWriter):
     def open_task(self, batch_id, run, task):
         self.calls.append(("open", batch_id, run, task))
 
-    def write_task(self, batch_id, run, task, rows):
+    def write_task(self, batch_id, run, task, rows, final=True):
         taken = {topic: [row for chunk in chunks for row in chunk]
                  for topic, chunks in rows.items()}
-        self.calls.append(("write", batch_id, run, task, taken))
+        self.calls.append(("write" if final else "send", batch_id, run, task, taken))
         return {"sink.records.written": sum(map(len, taken.values()))}
+
+    def abort_task(self, task):
+        self.calls.append(("abort", task))
 
 
     def close_task(self, task):
@@ -120,3 +123,28 @@ def test_a_topics_rows_are_made_a_chunk_at_a_time_as_the_writer_takes_them(monke
     written, _ = sinks.split(["out"] * 5, [b"k"] * 5, [b"v"] * 5, list(range(5)), [0] * 5, None)
     assert [len(chunk) for chunk in written["out"].chunks] == [2, 2, 1]
     assert len(written["out"]) == 5
+
+
+def test_a_task_writing_its_batch_in_parts_ends_each_writer_it_began_with_a_final_write(
+        monkeypatch):
+    monkeypatch.setattr(task_sinks, "task_micro_batch", lambda: (3, "run-2", 0))
+    a, b = RecordingWriter(), RecordingWriter()
+    sinks = TaskSinks([(a, ["out"]), (b, ["other"])])
+    metrics = Metrics()
+    with sinks.running("0_1"):
+        sinks.write("0_1", {"out": TopicRecords([5], [[(b"k", b"v", 5, 1, None)]])}, {},
+                    metrics, final=False)
+        sinks.write("0_1", {}, {}, metrics)  # the last part: nothing more of "out"
+    assert [c[0] for c in a.calls] == ["open", "send", "write", "close"]
+    assert a.calls[2][4] == {}
+    assert [c[0] for c in b.calls] == ["open", "close"]  # never begun: nothing to end
+    assert metrics.counters["sink.records.written"] == 1
+    # a task that runs its batch again forgets what it sent; a writer it never sent to is
+    # left alone
+    with sinks.running("0_1"):
+        sinks.write("0_1", {"out": TopicRecords([5], [[(b"k", b"v", 5, 1, None)]])}, {},
+                    metrics, final=False)
+        sinks.abort("0_1")
+        sinks.write("0_1", {}, {}, metrics)
+    assert [c[0] for c in a.calls[4:]] == ["open", "send", "abort", "close"]
+    assert "abort" not in {c[0] for c in b.calls}

@@ -16,8 +16,16 @@ from kspark.hashing import kafka_partitions
 from kspark.records import Headers, decode_headers, encode_headers
 from kspark.runtime.batch import TaskStateBackend, run_task_batch
 from kspark.runtime.changelog_entries import ChangelogEntries
+from kspark.runtime.metrics import Metrics
 from kspark.runtime.partition_group import UPSTREAM_STRIDE, processing_order
-from kspark.runtime.serialized import Encoded, SourceBatch, output_headers, output_partitions
+from kspark.runtime.serialized import (
+    Encoded,
+    Output,
+    SourceBatch,
+    output_columns,
+    output_headers,
+    output_partitions,
+)
 from kspark.spark.internals.row_schema import ROW_COLUMNS
 from kspark.spark.internals.task_sinks import TaskSinks, TopicRecords, chunked
 from kspark.spark.internals.wire import (
@@ -80,7 +88,10 @@ def _run_task(
     """Run the task's batch; its output as rows, but for what the stage's sinks write right
     away."""
     sinks: TaskSinks | None = stage.task_sinks
-    with nullcontext() if sinks is None else sinks.running(f"{sub.id}_{partition}"):
+    task_id = f"{sub.id}_{partition}"
+    with nullcontext() if sinks is None else sinks.running(task_id):
+        sliced = (None if sinks is None or stage.config.task_batch_max_records is None
+                  else _SliceWriter(stage, topology, partition, sinks, task_id))
         result = run_task_batch(
             topology,
             sub,
@@ -89,26 +100,14 @@ def _run_task(
             state,
             stage.config,
             changelog_stores=stage.changelog_topics.keys(),
+            sliced=sliced,
         )
-        task_id = f"{sub.id}_{partition}"
+        if sliced is not None:
+            result.metrics.merge_all(sliced.metrics)
         base = partition * UPSTREAM_STRIDE + result.first_output_seq
-        topics, keys, values, stamps = result.output_columns()
+        topics, keys, values, stamps, partition_list, headers = _output_columns(
+            stage, topology, task_id, result.parts)
         count = len(topics)
-        unknown = set(topics) - stage.topic_partitions.keys()
-        if unknown:  # a topic extractor's choice
-            raise StreamsError(
-                f"task {sub.id}_{partition} wrote to topic {sorted(unknown)[0]!r}, which is "
-                f"not one of the app's topics {sorted(stage.topic_partitions)}: declare it in "
-                f"StreamsApp's topics={{...}}")
-        partitions = _partitions_of(stage.topic_partitions, topics, keys,
-                                    topology.partition_suffixes())
-        chosen = output_partitions(result.parts)
-        if chosen is not None:  # a sink's partitioner chose these
-            for i, p in enumerate(chosen):
-                if p is not None:
-                    partitions[i] = p % stage.topic_partitions.get(topics[i], 1)
-        headers = output_headers(result.parts)
-        partition_list: list[int] = partitions.tolist()
         offsets = list(range(base, base + count))
         written: dict[str, Any] = {}
         if sinks is not None and count:
@@ -161,6 +160,61 @@ def _run_task(
         return pd.DataFrame(
             pack_output(columns, _read_topics(topology)), columns=ROW_COLUMNS, copy=False
         )
+
+
+def _output_columns(stage: Any, topology: Any, task_id: str, parts: Output
+                    ) -> tuple[list[str], list[Any], list[Any], list[int], list[int], Any]:
+    """Topic, key, value, timestamp, partition and headers of each record of ``parts``."""
+    topics, keys, values, stamps = output_columns(parts)
+    unknown = set(topics) - stage.topic_partitions.keys()
+    if unknown:  # a topic extractor's choice
+        raise StreamsError(
+            f"task {task_id} wrote to topic {sorted(unknown)[0]!r}, which is not one of the "
+            f"app's topics {sorted(stage.topic_partitions)}: declare it in StreamsApp's "
+            f"topics={{...}}")
+    partitions = _partitions_of(stage.topic_partitions, topics, keys,
+                                topology.partition_suffixes())
+    chosen = output_partitions(parts)
+    if chosen is not None:  # a sink's partitioner chose these
+        for i, p in enumerate(chosen):
+            if p is not None:
+                partitions[i] = p % stage.topic_partitions.get(topics[i], 1)
+    return topics, keys, values, stamps, partitions.tolist(), output_headers(parts)
+
+
+class _SliceWriter:
+    """A task's :class:`~kspark.runtime.batch.SliceOutput` in a stage whose sinks write: the
+    records of the topics they write (and their changelogs) written into the task's
+    transaction as each slice ends, the rest left for the batch's rows."""
+
+    def __init__(self, stage: Any, topology: Any, partition: int, sinks: TaskSinks,
+                 task_id: str) -> None:
+        self.stage, self.topology, self.partition = stage, topology, partition
+        self.sinks, self.task_id = sinks, task_id
+        #: what the writes counted (the batch's metrics take them at its end)
+        self.metrics = Metrics()
+
+    def write(self, output: Output, changelog: dict[str, ChangelogEntries]
+              ) -> tuple[Output, dict[str, ChangelogEntries]]:
+        written = self.sinks.topics
+        records: dict[str, TopicRecords] = {}
+        mine = [part for part in output if part.topic in written]
+        if mine:
+            records, _ = self.sinks.split(*_output_columns(self.stage, self.topology,
+                                                           self.task_id, mine))
+        logs = _changelog_rows(self.stage.changelog_topics, self.topology,
+                               {store: entries for store, entries in changelog.items()
+                                if self.stage.changelog_topics.get(store) in written},
+                               {}, self.task_id, self.partition, written)
+        if records or logs:
+            self.sinks.write(self.task_id, records, logs, self.metrics, final=False)
+        return ([part for part in output if part.topic not in written],
+                {store: entries for store, entries in changelog.items()
+                 if self.stage.changelog_topics.get(store) not in written})
+
+    def restart(self) -> None:
+        self.metrics = Metrics()
+        self.sinks.abort(self.task_id)
 
 
 def _read_topics(topology: Any) -> frozenset[str]:

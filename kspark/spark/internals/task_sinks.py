@@ -60,6 +60,8 @@ class TaskSinks:
         #: every topic the stage writes itself
         self.topics = frozenset(t for _, topics in self.writers for t in topics)
         self._batch: tuple[int, str] | None = None
+        #: (task, writer index) of the writes begun and not ended by a final write
+        self._begun: set[tuple[str, int]] = set()
 
     def for_stage(self, sub: Any, changelogs: Mapping[str, str], dead_letter_topic: str | None,
                   topic_extractors: bool) -> TaskSinks | None:
@@ -80,20 +82,33 @@ class TaskSinks:
                 writer.open_task(batch, run, task)
 
     def write(self, task: str, records: Mapping[str, TopicRecords],
-              changelogs: Mapping[str, TopicRecords], metrics: Metrics) -> None:
+              changelogs: Mapping[str, TopicRecords], metrics: Metrics,
+              final: bool = True) -> None:
         """Write the task's ``records`` and ``changelogs`` (by topic), each writer's in one
-        transaction, and count what was written (and the records' end-to-end latency) in
-        ``metrics``."""
+        transaction (ended by the ``final`` write of the task's batch), and count what was
+        written (and the records' end-to-end latency) in ``metrics``."""
         if self._batch is None:
             raise RuntimeError("TaskSinks.write before open")
         batch, run = self._batch
         for topic, rows in records.items():
             observe_latency(metrics, topic, np.asarray(rows.stamps, dtype=np.int64))
-        for writer, topics in self.writers:
+        for i, (writer, topics) in enumerate(self.writers):
             mine = {t: rows.chunks for part in (records, changelogs) for t, rows in part.items()
                     if t in topics and len(rows)}
-            if mine:
-                metrics.merge(writer.write_task(batch, run, task, mine))
+            begun = (task, i) in self._begun
+            if mine or (final and begun):
+                metrics.merge(writer.write_task(batch, run, task, mine, final))
+                if final:
+                    self._begun.discard((task, i))
+                elif not begun:
+                    self._begun.add((task, i))
+
+    def abort(self, task: str) -> None:
+        """Forget what task ``task`` wrote of its batch so far: it runs the batch again."""
+        for i, (writer, _) in enumerate(self.writers):
+            if (task, i) in self._begun:
+                self._begun.discard((task, i))
+                writer.abort_task(task)
 
     @contextmanager
     def running(self, task: str) -> Iterator[None]:
@@ -107,12 +122,14 @@ class TaskSinks:
 
     def close(self, task: str) -> None:
         """After task ``task``, written or not."""
+        self._begun = {begun for begun in self._begun if begun[0] != task}
         for writer, _ in self.writers:
             writer.close_task(task)
 
     def close_all(self) -> None:
         """When the Spark task ends: what was opened for tasks that did not run is closed."""
         self._batch = None
+        self._begun = set()
         for writer, _ in self.writers:
             writer.close_tasks()
 
