@@ -72,6 +72,9 @@ def stage_batch(
     columns = record_columns(frame, stage.file_records)
     if not len(columns["offset"]) and not ticks:
         return  # file rows of ranges without records of this task
+    # the Arrow data the records were read as is freed by now: its memory goes back to the
+    # system before the task runs, rather than when the Spark task ends
+    pa.default_memory_pool().release_unused()
     out = _run_task(stage, topology, sub, partition, columns, state)
     if len(out):  # pyspark 4.3 cannot convert an empty result frame to Arrow
         yield out
