@@ -496,3 +496,29 @@ def test_a_fast_path_abort_in_a_later_slice_restarts_what_the_slices_gave_away()
     out = [(o.topic, o.key, o.value, o.timestamp) for o in result.output]
     assert taken.taken + out == [(o.topic, o.key, o.value, o.timestamp) for o in exact.output]
     assert len(taken.taken) > 0 and result.fast_records == 0
+
+
+@pytest.mark.parametrize("kind", ["count", "list"])
+def test_slices_of_one_record_commit_as_the_driver_does_after_every_record(kind):
+    """Each slice is a commit: with slices of one record, a cached aggregation emitting every
+    update forwards what the test driver forwards (it commits after every record), not the
+    combined updates of the whole batch."""
+    from kspark import TopologyTestDriver
+
+    steps = [("a", 1, 0), ("b", 2, 3), ("a", 3, 8), ("a", 4, 0), ("b", 5, 1), ("c", 6, 4)]
+    recs = input_batches(steps, [], 10, 3)[0]
+    topo = topology(10, 5, False, True, kind)
+    out_serde = serdes.Long() if kind == "count" else J
+    with TopologyTestDriver(topo) as driver:
+        for rec in recs:
+            driver.pipe_raw("in", rec.key, rec.value, rec.timestamp)
+        expected = [(r.key, r.value, r.timestamp) for r in driver.create_output_topic(
+            "out", serdes.SessionWindowed(S), out_serde).read_records_to_list()]
+
+    def forwarded(most):
+        records = run(topo, [recs], True, most=most)[0][0]
+        return [(serdes.SessionWindowed(S).deserialize(k), None if v is None
+                 else out_serde.deserialize(v), ts) for _, k, v, ts, _ in records]
+
+    assert forwarded(1) == expected
+    assert len(forwarded(None)) < len(expected)  # one commit: the updates combined
