@@ -50,6 +50,8 @@ def json_text(value: Any) -> str:
 _FAST_ENCODE: Final = msgspec.json.Encoder().encode
 #: deeper values go Python's way (which also reports a cyclic value)
 _MAX_DEPTH: Final = 32
+#: ``bytes.isascii`` called as a function (no method looked up per value)
+_IS_ASCII: Final = bytes.isascii
 
 
 def _msgspec_writes_alike(value: object, depth: int) -> bool:
@@ -90,6 +92,6 @@ def fast_json_bytes(value: object) -> bytes | None:
         out: bytes = _FAST_ENCODE(value)
     except Exception:  # a lone surrogate: Python's encoder escapes it
         return None
-    if out.isascii() and 127 not in out:
+    if _IS_ASCII(out) and 127 not in out:
         return out
     return None

@@ -41,6 +41,18 @@ class ColumnMapper(RecordMapper):
         """:meth:`map_batch` of ``columns.records()``, as columns."""
 
 
+class PassThrough(ColumnMapper):
+    """A stateless operator that forwards every record unchanged and runs no user code
+    (``merge``, a ``split`` branch): the runtime may hand what it would receive to its
+    children directly."""
+
+    def map_batch(self, records: list[Record]) -> list[Record]:
+        return records
+
+    def map_columns(self, columns: RecordColumns) -> RecordColumns:
+        return columns
+
+
 class StreamTimeFollower(ABC):
     """A processor that reacts to stream time advanced without a record (idle closing)."""
 

@@ -14,7 +14,7 @@ from typing import Any, Final, cast
 from kspark.config import StreamsConfig
 from kspark.errors import SerializationError, StreamsError
 from kspark.processor.api import Forwarder
-from kspark.processor.batch import ColumnMapper, RecordMapper
+from kspark.processor.batch import ColumnMapper, PassThrough, RecordMapper
 from kspark.record_columns import RecordColumns
 from kspark.records import Record, SinkContext
 from kspark.runtime.context import RecordContext
@@ -54,6 +54,10 @@ class Forwarding(Forwarder):
         self._sinks: dict[str, tuple[SinkNode, Any, Any]] = {}
         self._writers: dict[str, _SinkWriter] = {}
         self._chains: dict[str, SinkChain | None] = {}
+        #: the block the last record a sink wrote one at a time went into
+        self._block: OutputBlock | None = None
+        #: node -> where a record it forwards goes (:meth:`_passed_through`)
+        self._targets: dict[str, list[str]] = {}
 
     def drain(self) -> Output:
         out, self.output = self.output, []
@@ -63,15 +67,30 @@ class Forwarding(Forwarder):
         """Send ``record`` from ``from_node`` to its children (or the named child)."""
         if record.timestamp is None:
             record = record.with_timestamp(self.current.timestamp)
+        if child_name is None:
+            targets = self._targets.get(from_node)
+            if targets is None:
+                targets = self._targets[from_node] = self._passed_through(from_node)
+            for target in targets:
+                self.deliver(target, record)
+            return
         children = self.children[from_node]
-        if child_name is not None:
-            if child_name not in children:
-                raise StreamsError(
-                    f"processor {from_node!r} has no child {child_name!r}; children: {children}"
-                )
-            children = [child_name]
-        for child in children:
-            self.deliver(child, record)
+        if child_name not in children:
+            raise StreamsError(
+                f"processor {from_node!r} has no child {child_name!r}; children: {children}"
+            )
+        self.deliver(child_name, record)
+
+    def _passed_through(self, node: str) -> list[str]:
+        """The children of ``node``, each pass-through child (which would forward the record
+        unchanged, running no code of a user's) replaced by its own children, in order."""
+        targets: list[str] = []
+        for child in self.children[node]:
+            if isinstance(self.processors.get(child), PassThrough):
+                targets.extend(self._passed_through(child))
+            else:
+                targets.append(child)
+        return targets
 
     def forward_all(self, from_node: str, records: list[Record]) -> None:
         """:meth:`forward` each of ``records`` (all timestamped) from ``from_node``, in order;
@@ -215,7 +234,19 @@ class Forwarding(Forwarder):
                                      f"{record.key!r:.100}): {exc}") from exc
         partitioner = node.partitioner
         partition = None if partitioner is None else partitioner(record.key, record.value)
-        self.output.append(OutputRecord(topic, key, value, ts, record.headers, partition))
+        output = self.output
+        if partition is not None or record.headers:
+            output.append(OutputRecord(topic, key, value, ts, record.headers, partition))
+            return
+        # records of one sink in a row go into one block: no object per record
+        block = self._block
+        if output and output[-1] is block and block is not None and block.topic == topic:
+            block.keys.append(key)
+            block.values.append(value)
+            block.timestamps.append(ts)
+        else:
+            self._block = block = OutputBlock(topic, [key], [value], [ts])
+            output.append(block)
 
     def _extracted_topic(self, node: SinkNode, record: Record, ts: int) -> str:
         """The topic ``node``'s topic extractor chooses for ``record``."""

@@ -105,6 +105,8 @@ class Task:
         self._global_topics = frozenset(
             t for t in topology.global_stores.values() if t in sub_topology.source_topics)
         self._counters = metrics.counters
+        #: records processed since ``process-total`` last counted them (:meth:`count_processed`)
+        self._processed = 0
         self.processors: dict[str, Any] = {}
         self.forwarding = Forwarding(topology, config, self.current, self.processors,
                                      self._children)
@@ -162,8 +164,7 @@ class Task:
         for name in self.sub_topology.nodes:
             node = topo.nodes[name]
             if isinstance(node, ProcessorNode):
-                processor = node.supplier()
-                self.processors[name] = processor
+                self.processors[name] = node.supplier()
         for name, processor in self.processors.items():
             context = ProcessorContext(self, name)
             self.current.run_in(name, -1, None, partial(processor.init, context))
@@ -181,11 +182,8 @@ class Task:
         if node is None:
             for n in self.sub_topology.nodes:
                 candidate = self.topology.nodes[n]
-                if (
-                    isinstance(candidate, SourceNode)
-                    and candidate.pattern
-                    and candidate.pattern.fullmatch(topic)
-                ):
+                if (isinstance(candidate, SourceNode) and candidate.pattern
+                        and candidate.pattern.fullmatch(topic)):
                     self._source_by_topic[topic] = node = candidate
                     break
             else:
@@ -209,6 +207,12 @@ class Task:
         """Deserialize and process one input record through the sub-topology."""
         self.process_one(rec.topic, rec.partition, rec.offset, rec.timestamp, rec.key, rec.value,
                          rec.headers)
+
+    def count_processed(self) -> None:
+        """Count the records processed since the last call (at commit, not per record)."""
+        if self._processed:
+            self._counters[_PROCESS_TOTAL] += self._processed
+            self._processed = 0
 
     def process_one(self, topic: str, partition: int, offset: int, timestamp: int,
                     key: bytes | None, value: bytes | None, headers: Headers = ()) -> None:
@@ -238,7 +242,7 @@ class Task:
                 self.stream_time = timestamp
             if self._close_on_idle:
                 self.last_input_wall_ms = self.wall_clock_ms()
-            self._counters[_PROCESS_TOTAL] += 1
+            self._processed += 1
         record = Record(record_key, record_value, timestamp, headers)
         self.current.metadata = (topic, partition, offset)
         forwarding = self.forwarding
@@ -246,6 +250,7 @@ class Task:
             for child in children:
                 forwarding.deliver(child, record)
         except Exception as exc:
+            self.count_processed()
             raise self._wrap(
                 exc,
                 f"processing record at topic {topic!r} partition "
@@ -267,12 +272,13 @@ class Task:
         n = len(batch)
         topics = [batch.topic] * n if batch.topic is not None else (batch.topics or [])
         headers: Iterable[Headers] = repeat((), n) if batch.headers is None else batch.headers
-        process_one, punctuate = self.process_one, self.punctuate_stream_time
+        # direct calls of the methods: the compiled core then calls them without Python's
+        # argument handling
         for topic, partition, offset, timestamp, key, value, header in zip(
                 topics, batch.partitions.tolist(), batch.offsets.tolist(),
                 batch.timestamps.tolist(), batch.keys.tolist(), batch.values.tolist(), headers):
-            process_one(topic, partition, offset, timestamp, key, value, header)
-            punctuate()
+            self.process_one(topic, partition, offset, timestamp, key, value, header)
+            self.punctuate_stream_time()
         return 0
 
     def _process_batch_fast(self, batch: SourceBatch) -> int | None:
@@ -389,6 +395,7 @@ class Task:
     def punctuate_and_commit(self) -> None:
         """:meth:`punctuate_stream_time`, then :meth:`commit` (the test driver's step after each
         record), without a call to either when nothing is due, dropped or cached."""
+        self.count_processed()
         stream_time = self.stream_time
         if stream_time >= self._stream_schedules.next_due and stream_time >= 0:
             self.punctuator.punctuate_stream_time(stream_time, self._fire)
@@ -431,6 +438,7 @@ class Task:
     # -- commit ------------------------------------------------------------------------------
     def commit(self) -> None:
         """Flush every store's cache (forwarding cached changes downstream) until all are clean."""
+        self.count_processed()
         if DROPS.pending:
             DROPS.flush_due(self.task_id)
         flush_caches(self.task_id, self._caching_stores, self.current, self._wrap)
@@ -468,10 +476,7 @@ class Task:
         return self.current.record_metadata()
 
     def processor_state(self, node: str) -> dict[str, Any]:
-        state = self._processor_state.get(node)
-        if state is None:
-            state = self._processor_state[node] = {}
-        return state
+        return self._processor_state.setdefault(node, {})
 
     def record_timestamp(self) -> int:
         return self.current.timestamp

@@ -40,6 +40,20 @@ def _held(data: dict[int, Any] | None, seg: int, key: Any) -> list[Any] | None:
     return None if segment is None else segment.get(key)
 
 
+def _collect_values(segment: dict[Any, Any] | None, key: Any, time_from: int, time_to: int,
+                    out: list[tuple[int, Any]]) -> None:
+    """Append ``(start, value)`` of ``key``'s entries in ``segment`` starting in the range."""
+    held: list[tuple[Any, ...]] | None = None if segment is None else segment.get(key)
+    if not held:
+        return
+    for item in held:
+        start: int = item[0]
+        if start > time_to:
+            break
+        if start >= time_from:
+            out.append((item[0], item[2]))  # the held int, not a new one
+
+
 def _position(held: list[Any], sub: tuple[int, int]) -> tuple[int, bool]:
     """Where sub key ``sub`` is (or would go) among a key's entries, and whether it is there."""
     i = bisect.bisect_left(held, sub, key=_start_seq)
@@ -390,31 +404,24 @@ class InMemoryWindowStore(SegmentedStore):
         return [KeyValue(s, e[0]) for s, e in self._fetch_key(key, time_from, time_to)]
 
     def fetch_values(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
-        """As :meth:`fetch_range` with both bounds, as plain ``(window start, value)`` pairs:
-        the read of a stream-stream join, once per record."""
+        """:meth:`fetch_range` with both bounds as ``(start, value)`` pairs: a join's read."""
         self._check_key(key)
         data: dict[int, Any] | None = self._bucket_for(key, create=False)
         if not data:
             return []
-        bound = self.expiry_bound
-        if time_from <= bound:
-            time_from = bound + 1
+        bound = self.expiry_bound + 1
+        time_from = bound if time_from < bound else time_from
         seg_lo, seg_hi = self.segment_id(time_from), self.segment_id(time_to)
         if not self.retain_duplicates:
             return [(sub[0], entry[0]) for sub, entry in
                     self._key_entries(key, seg_lo, seg_hi, (time_from,), (time_to, _INF))]
         out: list[tuple[int, Any]] = []
-        for seg in self._segments(data, seg_lo, seg_hi):
-            segment: dict[Any, Any] = data[seg]
-            held: list[tuple[Any, ...]] | None = segment.get(key)
-            if not held:
-                continue
-            for item in held:
-                start: int = item[0]
-                if start > time_to:
-                    break
-                if start >= time_from:
-                    out.append((item[0], item[2]))  # the held int, not a new one
+        if seg_hi - seg_lo < 4:  # a join window spans a segment or two
+            for seg in range(seg_lo, seg_hi + 1):
+                _collect_values(data.get(seg), key, time_from, time_to, out)
+        else:
+            for seg in self._segments(data, seg_lo, seg_hi):
+                _collect_values(data[seg], key, time_from, time_to, out)
         return out
 
     def backward_fetch_range(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kspark.processor.api import Processor
-from kspark.processor.batch import RecordMapper
+from kspark.processor.batch import PassThrough, RecordMapper
 from kspark.records import Record
 
 
@@ -122,11 +122,11 @@ class PeekProcessor(OneToOne):
         return record
 
 
-class PassThroughProcessor(OneToOne):
-    """Forwards every record unchanged (``merge``)."""
+class PassThroughProcessor(Processor, PassThrough):
+    """Forwards every record unchanged (``merge``, a ``split`` branch)."""
 
-    def map_one(self, record: Record) -> Record:
-        return record
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
 
 
 class BranchProcessor(Processor):

@@ -26,6 +26,9 @@ from kspark.state.internals.packed import PackedBucket
 DEFAULT_BUCKETS: Final = 16
 #: most keys whose bucket a store remembers
 _BUCKET_MEMO_SIZE = 1 << 16
+#: the class of a bucket loaded packed, as a static of the compiled core (an imported name of a
+#: module that is not compiled is looked up in the module's dictionary at every use)
+_PACKED: Final = PackedBucket
 #: no key yet: what a store's last looked-up key is before its first look-up
 _NO_KEY: Final = object()
 
@@ -251,10 +254,10 @@ class StoreBase:
             if loaded is not None:
                 self._hold(bucket, loaded)
                 data = loaded
-                if type(data) is PackedBucket:
+                if type(data) is _PACKED:
                     data = self._unpack(bucket, data)
                 self._on_bucket_loaded(bucket, data)
-        elif type(data) is PackedBucket:
+        elif type(data) is _PACKED:
             data = self._unpack(bucket, data)
         if data is None and create:
             data = self._new_bucket()

@@ -176,8 +176,10 @@ class StreamJoinProcessor(Processor):
             # the restored store may hold records
             if self.after_ms + grace <= 0:
                 return
-        elif min_time + self.after_ms + grace >= stream_time:
-            return  # nothing can have closed yet
+        else:
+            oldest: int = min_time  # one unboxing, then native arithmetic
+            if oldest + self.after_ms + grace >= stream_time:
+                return  # nothing can have closed yet
         # the timestamp of the last record looked at, None while there was none
         last: int | None = None
         after: int = self.windows.after_ms
