@@ -36,6 +36,7 @@ MODULES: tuple[str, ...] = (
     "kspark._json_codec",
     "kspark.records",
     "kspark.windows",
+    "kspark.serdes.internals.shortcuts",
     "kspark.serdes.core",
     "kspark.processor.api",
     "kspark.processor.punctuation",

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, Final
 
-#: the due time of a queue without schedules: after every timestamp (Kafka's are 64-bit)
-NEVER: Final = 1 << 63
+#: the due time of a queue without schedules: the largest int the compiled core keeps unboxed
+#: (later than any real timestamp; a stream time past it only makes the queue look at its
+#: empty heap)
+NEVER: Final = (1 << 62) - 1
 
 MIN_INTERVAL_MS: Final = 1
 

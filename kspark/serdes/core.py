@@ -17,6 +17,7 @@ from kspark._duration import whole
 from kspark._json_codec import DECODER, FAST_DECODE, ONE_SHOT, fast_json_bytes, json_text
 from kspark.errors import SerializationError
 from kspark.record_columns import WindowedKeys
+from kspark.serdes.internals.shortcuts import utf8_reader, utf8_writer, with_shortcut
 from kspark.windows import Window, Windowed
 
 if TYPE_CHECKING:
@@ -29,24 +30,6 @@ _LONG: Final = struct.Struct(">q")
 _END_START: Final = struct.Struct(">qq")
 #: Java's ``Long.MAX_VALUE``: Kafka Streams cuts a time window's end there
 MAX_LONG: Final = (1 << 63) - 1
-
-
-def _with_shortcut(
-    general: Callable[[Any], Any], kind: type, fast: Callable[[Any], Any],
-    errors: type[Exception],
-) -> Callable[[Any], Any]:
-    """``general``, but a value of exactly type ``kind`` goes through ``fast`` first (one that
-    raises ``errors`` goes the general way, which reports the error as ``general`` does)."""
-
-    def convert(value: Any) -> Any:
-        if type(value) is kind:
-            try:
-                return fast(value)
-            except errors:
-                pass
-        return general(value)
-
-    return convert
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
@@ -154,12 +137,12 @@ class String(Serde):
     def serializer(self) -> Callable[[Any], bytes | None]:
         if type(self) is not String:
             return self.serialize
-        return _with_shortcut(self.serialize, str, str.encode, UnicodeEncodeError)
+        return utf8_writer(self.serialize)
 
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not String:
             return self.deserialize
-        return _with_shortcut(self.deserialize, bytes, bytes.decode, UnicodeDecodeError)
+        return utf8_reader(self.deserialize)
 
     def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
         if type(self) is not String:
@@ -210,7 +193,7 @@ class Long(Serde):
     def serializer(self) -> Callable[[Any], bytes | None]:
         if type(self) is not Long:
             return self.serialize
-        return _with_shortcut(self.serialize, int, _LONG.pack, struct.error)
+        return with_shortcut(self.serialize, int, _LONG.pack, struct.error)
 
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not Long:
@@ -282,12 +265,12 @@ class Json(Serde):
         encode = ONE_SHOT
         if type(self) is not Json or encode is None:
             return self.serialize
-        general, fast = self.serialize, fast_json_bytes
+        general = self.serialize
 
         def serialize(value: Any) -> bytes | None:
             if value is None:
                 return None
-            written = fast(value)  # msgspec's bytes where they are Python's encoder's
+            written = fast_json_bytes(value)  # msgspec's bytes where they are Python's
             if written is not None:
                 return written
             try:
@@ -340,7 +323,7 @@ class SessionWindowed(Serde):
             window = value.window
             return (inner(value.key) or b"") + pack(window.end, window.start)
 
-        return _with_shortcut(self.serialize, Windowed, fast, Exception)
+        return with_shortcut(self.serialize, Windowed, fast, Exception)
 
     def serialize_all(self, values: Sequence[Any]) -> list[bytes | None]:
         if type(values) is not list and isinstance(values, WindowedKeys):
