@@ -283,19 +283,9 @@ class Json(Serde):
     def deserializer(self) -> Callable[[Any], Any]:
         if type(self) is not Json:
             return self.deserialize
-        general, fast = self.deserialize, FAST_DECODE
-
-        def deserialize(data: Any) -> Any:
-            # msgspec gives what the general way gives for a document it accepts; what it
-            # refuses (an error too) goes the general way
-            if type(data) is bytes:
-                try:
-                    return fast(data)
-                except Exception:
-                    pass
-            return general(data)
-
-        return deserialize
+        # msgspec gives what the general way gives for a document it accepts; what it refuses
+        # (an error too) goes the general way
+        return with_shortcut(self.deserialize, bytes, FAST_DECODE, Exception)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users subclass serdes
