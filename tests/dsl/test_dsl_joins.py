@@ -74,6 +74,35 @@ def test_a_joiner_gets_its_own_copy_of_the_other_sides_value():
     assert out == ["x+r:1", "y+r:1"]  # as stored when it arrived, each time
 
 
+def test_a_stored_value_is_the_one_each_record_has_when_it_is_put():
+    # the bytes an unmatched value got for the outer-join store are also its window store's;
+    # a value object that comes again, changed (an upstream step reusing one dict), is written
+    # anew
+    json = serdes.Json()
+    reused: dict = {}
+
+    def reuse(value):
+        reused["v"] = value
+        return reused
+
+    def joined(left, right):
+        return f"{'null' if left is None else left['v']}+{right['v']}"
+
+    builder = StreamsBuilder()
+    left = builder.stream("left", S, S).map_values(reuse)
+    right = builder.stream("right", S, json)
+    left.left_join(right, joined, WINDOWS, StreamJoined.with_(S, json, json)).to("out", S, S)
+    with TopologyTestDriver(builder.build()) as driver:
+        lefts = driver.create_input_topic("left", S, S)
+        rights = driver.create_input_topic("right", S, json)
+        lefts.pipe_input("a", "x", 10)  # unmatched: into the outer-join store and its window
+        rights.pipe_input("a", {"v": "y"}, 12)
+        lefts.pipe_input("a", "z", 13)  # the same dict, now z, matched
+        rights.pipe_input("a", {"v": "w"}, 14)
+        out = driver.create_output_topic("out", S, S).read_values_to_list()
+    assert out == ["x+y", "z+y", "x+w", "z+w"]
+
+
 def test_left_join_emits_an_unmatched_record_only_once_its_window_closes():
     out, _ = _run(lambda b: _streams(b, "left_join"), [
         ("left", "a", "x", 10), ("left", "b", "u", 12), ("right", "a", "y", 20),

@@ -135,10 +135,10 @@ def stream_stream_join(
         outer_keys = TimestampedKeyAndJoinSideSerde(key_serde)
 
     this_stored, other_stored = _stored(this_values), _stored(other_values)
-    topo.add_processor(this_windowed, partial(JoinWindowProcessor, this_store, this_stored),
+    topo.add_processor(this_windowed, partial(JoinWindowProcessor, this_store, this_stored, merge),
                        this.node)
-    topo.add_processor(other_windowed, partial(JoinWindowProcessor, other_store, other_stored),
-                       other.node)
+    topo.add_processor(other_windowed,
+                       partial(JoinWindowProcessor, other_store, other_stored, merge), other.node)
     side = partial(StreamJoinProcessor, windows=windows, joiner=joiner, outer_store=outer_store,
                    outer_keys=outer_keys, shared=merge)
     topo.add_processor(this_join, partial(side, left=True, outer=this_outer,

@@ -31,31 +31,52 @@ from kspark.windows import JoinWindows
 #: store since its last scan (``None``: none, Kafka Streams' ``Long.MAX_VALUE``)
 STREAM_TIME: Final = "stream_time"
 MIN_TIME: Final = "min_time"
+#: shared state key: ``[value, bytes]``, a value the join processor has just serialized for the
+#: outer-join store, handed to the windowed processor that forwarded it (no code runs between
+#: the two writes, so the bytes are the value's); ``[None, None]`` otherwise
+SERIALIZED: Final = "serialized"
+
+
+def _handoff(context: ProcessorContext, shared: str) -> list[Any]:
+    """The join's :data:`SERIALIZED` slot (one per join and task)."""
+    slot: list[Any] = context.shared_state(shared).setdefault(SERIALIZED, [None, None])
+    return slot
 
 
 class JoinWindowProcessor(Processor):
     """Forwards each record, then puts it (unless its key is null) into its side's window
     store at its timestamp, serialized by ``value_serde`` (as Kafka Streams keeps it: the
-    other side's joins read a copy of the value as it was put)."""
+    other side's joins read a copy of the value as it was put). ``shared``: the join's shared
+    state, where its join processor hands over the bytes of a value it has just written to the
+    outer-join store with the same serde (:data:`SERIALIZED`)."""
 
-    def __init__(self, store_name: str, value_serde: Serde) -> None:
+    def __init__(self, store_name: str, value_serde: Serde, shared: str | None = None) -> None:
         self.store_name = store_name
         self.value_serde = value_serde
+        self.shared = shared
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store: InMemoryWindowStore = context.get_state_store(self.store_name)
         self.serialize = self.value_serde.serializer()
+        self.handed: list[Any] = (
+            [None, None] if self.shared is None else _handoff(context, self.shared))
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
+        handed = self.handed
+        value = record.value
         if record.key is not None:
             ts = event_time(record)
-            try:
-                data = self.serialize(record.value)
-            except SerializationError as exc:
-                raise SerializationError(f"store {self.store_name!r}: {exc}") from exc
+            if handed[0] is value and value is not None:
+                data = handed[1]
+            else:
+                try:
+                    data = self.serialize(value)
+                except SerializationError as exc:
+                    raise SerializationError(f"store {self.store_name!r}: {exc}") from exc
             self.store.put(record.key, data, ts, ts)
+        handed[0] = handed[1] = None
 
 
 class StreamJoinProcessor(Processor):
@@ -114,6 +135,7 @@ class StreamJoinProcessor(Processor):
         keys = self.outer_keys
         self.key_bytes = None if keys is None else keys.key_serde.serializer()
         self.record_key = None if keys is None else keys.key_serde.deserializer()
+        self.handed = _handoff(context, self.shared)
 
     def join(self, this: Any, other: Any) -> Any:
         """``joiner(left value, right value)`` of this side's and the other side's value."""
@@ -159,8 +181,10 @@ class StreamJoinProcessor(Processor):
         min_time = tracker[MIN_TIME]
         if min_time is None or ts < min_time:
             tracker[MIN_TIME] = ts
-        outer_store.put((ts, self.left, self.key_bytes(key) or b""),
-                        side_item(self.left, self.serialize_this(value)))
+        data = self.serialize_this(value)
+        outer_store.put((ts, self.left, self.key_bytes(key) or b""), side_item(self.left, data))
+        handed = self.handed
+        handed[0], handed[1] = value, data
 
     def _emit_closed(self, record: Record, store: ListValueStore, stream_time: int) -> None:
         """Forward (and remove) the unmatched records of the outer-join store whose window has
