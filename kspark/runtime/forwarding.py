@@ -56,8 +56,9 @@ class Forwarding(Forwarder):
         self._chains: dict[str, SinkChain | None] = {}
         #: the block the last record a sink wrote one at a time went into
         self._block: OutputBlock | None = None
-        #: node -> where a record it forwards goes (:meth:`_passed_through`)
-        self._targets: dict[str, list[str]] = {}
+        #: node -> where a record it forwards goes (:meth:`_passed_through`): each child's name
+        #: and processor (``None``: a sink)
+        self._targets: dict[str, list[tuple[str, Any]]] = {}
 
     def drain(self) -> Output:
         out, self.output = self.output, []
@@ -70,9 +71,13 @@ class Forwarding(Forwarder):
         if child_name is None:
             targets = self._targets.get(from_node)
             if targets is None:
-                targets = self._targets[from_node] = self._passed_through(from_node)
-            for target in targets:
-                self.deliver(target, record)
+                targets = self._targets[from_node] = [
+                    (name, self.processors.get(name)) for name in self._passed_through(from_node)]
+            for name, processor in targets:
+                if processor is None:
+                    self.deliver(name, record)
+                else:
+                    self._process(name, processor, record)
             return
         children = self.children[from_node]
         if child_name not in children:
@@ -204,22 +209,27 @@ class Forwarding(Forwarder):
             )
         return writer
 
+    def _process(self, name: str, processor: Any, record: Record) -> None:
+        """Run ``processor`` (node ``name``) on ``record``, as the current node."""
+        ts: int = record.timestamp  # type: ignore[assignment]  # set by forward
+        current = self.current
+        previous, previous_ts = current.node, current.timestamp
+        current.node, current.timestamp = name, ts
+        try:
+            processor.process(record)
+        except Exception:
+            current.failed(name, record.key)
+            raise
+        finally:
+            current.node, current.timestamp = previous, previous_ts
+
     def deliver(self, name: str, record: Record) -> None:
         """Hand ``record`` (timestamped: :meth:`forward` sets it) to processor ``name``, or
         write it if ``name`` is a sink."""
         ts: int = record.timestamp  # type: ignore[assignment]  # set by forward
         processor = self.processors.get(name)
         if processor is not None:
-            current = self.current
-            previous, previous_ts = current.node, current.timestamp
-            current.node, current.timestamp = name, ts
-            try:
-                processor.process(record)
-            except Exception:
-                current.failed(name, record.key)
-                raise
-            finally:
-                current.node, current.timestamp = previous, previous_ts
+            self._process(name, processor, record)
             return
         writer = self._writers.get(name) or self._writer(name)
         if writer is None:

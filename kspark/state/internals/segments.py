@@ -111,6 +111,8 @@ class SegmentedStore(StoreBase):
         self.segment_interval_ms = interval
         self.observed_stream_time = -1
         self._swept_below = self.min_live_segment()
+        #: the observed stream time from which a segment more expires (a sweep is due)
+        self._next_sweep = self._sweep_due()
 
     # -- time --------------------------------------------------------------------------------
     def segment_id(self, timestamp: int) -> int:
@@ -132,13 +134,20 @@ class SegmentedStore(StoreBase):
         if segment_ts <= self.observed_stream_time:
             return
         self.observed_stream_time = segment_ts
-        self._sweep_loaded()
+        if segment_ts >= self._next_sweep:
+            self._sweep_loaded()
+
+    def _sweep_due(self) -> int:
+        """The smallest observed stream time whose :meth:`min_live_segment` is past the
+        segments swept so far."""
+        return (self._swept_below + 1) * self.segment_interval_ms + self.retention_ms
 
     def _sweep_loaded(self) -> None:
         live = self.min_live_segment()
         if live <= self._swept_below:
             return
         self._swept_below = live
+        self._next_sweep = self._sweep_due()
         for bucket, data in list(self._buckets.items()):
             if type(data) is PackedBucket:
                 data = self._unpack(bucket, data)

@@ -160,7 +160,7 @@ class StreamJoinProcessor(Processor):
             self._emit_closed(record, outer_store, stream_time)
         time_to = max(0, ts + self.after_ms)
         others = self.other_store.fetch_values(key, max(0, ts - self.before_ms), time_to)
-        forward = self.context.forward
+        context = self.context  # its forward called directly (no bound method made)
         headers = record.headers
         deserialize = self.deserialize_other
         if others and self.clear_partners:
@@ -170,12 +170,12 @@ class StreamJoinProcessor(Processor):
             for other_ts, _ in others:
                 outer_store.put_if_absent((other_ts, other_side, key_bytes), None)
         for other_ts, other_data in others:
-            forward(Record(key, self.join(value, deserialize(other_data)), max(ts, other_ts),
-                           headers))
+            context.forward(Record(key, self.join(value, deserialize(other_data)),
+                                   max(ts, other_ts), headers))
         if others or not self.outer:
             return
         if outer_store is None or time_to < stream_time:
-            forward(record.with_value(self.join(value, None)))
+            context.forward(record.with_value(self.join(value, None)))
             return
         assert self.key_bytes is not None
         min_time = tracker[MIN_TIME]
@@ -210,7 +210,7 @@ class StreamJoinProcessor(Processor):
         before: int = self.windows.before_ms
         left_open = right_open = False
         emitted = []
-        forward = self.context.forward
+        context = self.context
         headers = record.headers
         joiner = self.joiner
         record_key = self.record_key
@@ -236,7 +236,7 @@ class StreamJoinProcessor(Processor):
                         out = joiner(self.deserialize_left(item[1:]), None)
                     else:
                         out = joiner(None, self.deserialize_right(item[1:]))
-                    forward(Record(key, out, timestamp, headers))
+                    context.forward(Record(key, out, timestamp, headers))
                 emitted.append(store_key)
         finally:
             tracker[MIN_TIME] = last
