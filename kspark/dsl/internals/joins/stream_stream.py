@@ -168,7 +168,7 @@ class StreamJoinProcessor(Processor):
             other_side = not self.left
             key_bytes = self.key_bytes(key) or b""
             for other_ts, _ in others:
-                outer_store.put_if_absent((other_ts, other_side, key_bytes), None)
+                outer_store.put_if_absent((other_ts, other_side, key_bytes), None, ts)
         for other_ts, other_data in others:
             context.forward(Record(key, self.join(value, deserialize(other_data)),
                                    max(ts, other_ts), headers))
@@ -182,7 +182,8 @@ class StreamJoinProcessor(Processor):
         if min_time is None or ts < min_time:
             tracker[MIN_TIME] = ts
         data = self.serialize_this(value)
-        outer_store.put((ts, self.left, self.key_bytes(key) or b""), side_item(self.left, data))
+        outer_store.put((ts, self.left, self.key_bytes(key) or b""), side_item(self.left, data),
+                        ts)
         handed = self.handed
         handed[0], handed[1] = value, data
 
