@@ -64,19 +64,18 @@ class JoinWindowProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
-        handed = self.handed
         value = record.value
+        handed = self.handed  # taken at once: no later record finds this one's bytes
+        data = handed[1] if handed[0] is value and value is not None else None
+        handed[0] = handed[1] = None
         if record.key is not None:
             ts = event_time(record)
-            if handed[0] is value and value is not None:
-                data = handed[1]
-            else:
+            if data is None:
                 try:
                     data = self.serialize(value)
                 except SerializationError as exc:
                     raise SerializationError(f"store {self.store_name!r}: {exc}") from exc
             self.store.put(record.key, data, ts, ts)
-        handed[0] = handed[1] = None
 
 
 class StreamJoinProcessor(Processor):
