@@ -103,6 +103,43 @@ def test_a_stored_value_is_the_one_each_record_has_when_it_is_put():
     assert out == ["x+y", "z+y", "x+w", "z+w"]
 
 
+@pytest.mark.parametrize("kind", ["join", "outer_join"])
+def test_a_value_read_back_is_the_one_put_whatever_later_happens_to_its_object(kind):
+    # one dict reused upstream for every right value, and a joiner that changes what it is
+    # given: each join and each unmatched record gets the right value as it was put
+    json = serdes.Json()
+    reused: dict = {}
+
+    def reuse(value):
+        reused.clear()
+        reused.update(value)
+        return reused
+
+    def joined(left, right):
+        text = f"{'null' if left is None else left}+{'null' if right is None else right['v']}"
+        if right is not None:
+            right["v"] = "changed"
+        return text
+
+    builder = StreamsBuilder()
+    left = builder.stream("left", S, S)
+    right = builder.stream("right", S, json).map_values(reuse)
+    getattr(left, kind)(right, joined, WINDOWS, StreamJoined.with_(S, S, json)).to("out", S, S)
+    with TopologyTestDriver(builder.build()) as driver:
+        lefts = driver.create_input_topic("left", S, S)
+        rights = driver.create_input_topic("right", S, json)
+        rights.pipe_input("a", {"v": "r1"}, 10)
+        rights.pipe_input("b", {"v": "r2"}, 11)  # never matched
+        lefts.pipe_input("a", "x", 12)
+        lefts.pipe_input("a", "y", 13)
+        lefts.pipe_input("c", "z", 100)  # closes the windows
+        out = driver.create_output_topic("out", S, S).read_values_to_list()
+    expected = ["x+r1", "y+r1"]
+    if kind == "outer_join":
+        expected.append("null+r2")
+    assert out == expected
+
+
 def test_left_join_emits_an_unmatched_record_only_once_its_window_closes():
     out, _ = _run(lambda b: _streams(b, "left_join"), [
         ("left", "a", "x", 10), ("left", "b", "u", 12), ("right", "a", "y", 20),
