@@ -112,7 +112,8 @@ class StreamsConfig:
     #: until the batch is written), or None: no limit
     state_buckets_in_memory: int | None = None
     #: on Spark, a task whose buckets are at most this many bytes (pickled) in all keeps them
-    #: with its task state in one value of Spark state (0: never), docs/semantics.md §6
+    #: with its task state in one value of Spark state (0: never), and so does one whose
+    #: micro-batch changed at least half of them, up to 16 times this; docs/semantics.md §6
     state_inline_max_bytes: int = 1 << 20
     #: a task runs a micro-batch's records of one topic at most this many at a time (its state
     #: held in memory in between, committed once): bounds the batch's working set, not its

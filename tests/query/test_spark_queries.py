@@ -122,6 +122,47 @@ def test_a_task_moves_its_buckets_between_its_value_and_the_map_state(spark, tmp
         assert app.store(name).all() == expected[name], name
 
 
+def test_a_task_whose_batch_changes_most_buckets_keeps_them_in_its_value_past_the_limit(
+        spark, tmp_path):
+    """A task whose micro-batch changed at least half of its buckets keeps them in its task
+    value while they are at most 16 times ``state.inline.max.bytes`` (each would be written
+    anyway); one whose micro-batch changed fewer moves them to the MapState; the stores read as
+    the driver's."""
+    from kspark.spark.internals.stage import CHANGED_INLINE_FACTOR
+
+    records = events(240, seed=5, users=40)
+    source = io.memory(serdes.String(), serdes.Json(), partitions=2, max_files_per_trigger=1)
+    checkpoint = str(tmp_path / "changed")
+
+    def run(limit: int) -> dict[tuple[int, int], int | None]:
+        _, reader, batch = _run_counter(spark, "changed", source, checkpoint,
+                                        {"state.buckets": 4, "state.inline.max.bytes": limit})
+        assert batch is not None
+        return {(op, task): None if inline is None else sum(map(len, inline.values()))
+                for op in range(2) for task, (_, inline) in reader.task_values(op, batch).items()}
+
+    source.send_all(records[:80], per_file=80)  # each task's records reach all its buckets
+    first = run(1 << 20)
+    assert len(first) == 4 and None not in first.values(), first
+    smallest, largest = min(first.values()), max(first.values())
+    limit = largest // 4  # under every task's size after the next micro-batch, and 16x over it
+    assert smallest > limit
+    source.send_all(records[80:160], per_file=80)
+    second = run(limit)
+    assert None not in second.values() and max(second.values()) <= CHANGED_INLINE_FACTOR * limit
+    user = records[160][0]
+    late = [r for r in records[160:] if r[0] == user]  # one user: a bucket or two of its tasks
+    source.send_all(late, per_file=len(late))
+    third = run(limit)
+    moved = {task for task, size in third.items() if size is None}
+    assert moved and all(third[task] == second[task] for task in third.keys() - moved), third
+    expected, _ = run_driver(counter_topology(), records[:160] + late)
+    app = StreamsApp(counter_topology(), "changed", {EVENTS: source}, spark=spark,
+                     checkpoint_dir=checkpoint, config={"state.buckets": 4})
+    for name in (COUNTS, TOTALS, SESSIONS):
+        assert app.store(name).all() == expected[name], name
+
+
 def test_a_large_task_value_is_stored_compressed_and_read_back(spark, tmp_path):
     """A task value holding its buckets is written compressed once it is long; the next
     micro-batch resumes from it, and the stores read as the driver's after the same input."""

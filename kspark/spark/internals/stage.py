@@ -66,6 +66,9 @@ _LENGTH = 8
 #: task values at least this long are compressed (Spark's state server copies a binary value
 #: to its Python worker byte by byte: a smaller value is read faster)
 COMPRESS_FROM = 16 << 10
+#: a task whose micro-batch changed at least half of its buckets keeps them in its task value
+#: while they total at most this many times ``state.inline.max.bytes``
+CHANGED_INLINE_FACTOR = 16
 
 
 @functools.cache
@@ -107,9 +110,11 @@ class SparkTaskState:
 
     A task whose buckets together are at most ``inline_max_bytes`` (pickled) keeps them in its
     ValueState with its task state (:func:`pack_task_value`): one read and one write of Spark
-    state a micro-batch instead of one per bucket. A task moves its buckets to the MapState when
-    they grow past that, and back when a micro-batch that read all of them finds them small
-    again (docs/semantics.md §6)."""
+    state a micro-batch instead of one per bucket; so does a task whose micro-batch changed at
+    least half of its buckets while they are at most :data:`CHANGED_INLINE_FACTOR` times that
+    (each would be written anyway). A task moves its buckets to the MapState when they grow
+    past that, and back when a micro-batch that read all of them finds them small again
+    (docs/semantics.md §6)."""
 
     def __init__(self, meta: Any, buckets: Any, inline_max_bytes: int = 0) -> None:
         self.meta = meta
@@ -159,9 +164,15 @@ class SparkTaskState:
             self._known[key] = blob
         self._saved[key] = blob
 
+    def _keeps_inline(self, known: dict[tuple[str, int], bytes]) -> bool:
+        """Whether the buckets ``known`` (all of the task's) go in the task value."""
+        total, limit = sum(map(len, known.values())), self.inline_max_bytes
+        return total <= limit or (total <= limit * CHANGED_INLINE_FACTOR
+                                  and 2 * len(self._saved) >= len(known))
+
     def set_meta(self, blob: bytes) -> None:
         known = self._known
-        if known is not None and sum(map(len, known.values())) <= self.inline_max_bytes:
+        if known is not None and self._keeps_inline(known):
             if not self._inline:
                 self.buckets.clear()
             self.meta.update((pack_task_value(blob, known),))
