@@ -159,11 +159,19 @@ def local_spark(master: str = "local[2]", conf: dict[str, Any] | None = None) ->
     prepare_python_env()
     from pyspark.sql import SparkSession
 
+    from kspark.spark.internals import fork_server
     from kspark.spark.internals.jvm_stderr import launch_gateway_quietly
     from kspark.spark.internals.kafka_connector import add_connector_jars
 
     builder = SparkSession.builder.master(master).appName("kspark")
     settings = {**kspark_spark_conf(), **(conf or {})}
+    # a local master's driver-side Python processes forked (the launcher is this machine's)
+    if master.startswith("local") and settings["spark.pyspark.python"] == sys.executable:
+        launcher = fork_server.start()
+        if launcher is not None:
+            settings["spark.pyspark.python"] = launcher
+            if os.environ.get("PYSPARK_PYTHON") == sys.executable:
+                os.environ["PYSPARK_PYTHON"] = launcher
     add_connector_jars(settings)  # Spark's Kafka connector, when it can be had
     # the JVM (and every Python worker it starts) takes SPARK_HOME from the environment at launch
     previous = os.environ.get("SPARK_HOME")
