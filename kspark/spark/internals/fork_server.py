@@ -129,34 +129,38 @@ def serve(path: str, parent: int, runners: tuple[str, ...] = RUNNERS) -> None:
         for pid in children:
             _kill(pid)
         listener.close()
-        os.unlink(path)
+        with contextlib.suppress(OSError):  # its folder may be gone with its parent
+            os.unlink(path)
 
 
 def _accept(listener: socket.socket, children: dict[int, socket.socket],
             runners: tuple[str, ...]) -> None:
+    """Take a launcher's request: fork a process for it, or decline it."""
     conn, _ = listener.accept()
     try:
         got = _request(conn)
-    except (OSError, ValueError):
-        got = None
-    if got is None:
+        argv = None if got is None else got[0].get("argv")
+    except (OSError, ValueError, AttributeError):
+        got, argv = None, None
+    if got is None or not isinstance(argv, list):
         conn.close()
         return
     request, fds = got
-    argv = request["argv"]
-    if len(argv) < 3 or argv[1] != "-m" or argv[2] not in runners:
-        for fd in fds:
-            os.close(fd)
-        conn.sendall(PID.pack(-1))
-        conn.close()
-        return
-    pid = os.fork()
-    if pid == 0:
-        _run(request, fds, [listener, conn, *children.values()])
+    pid = -1
+    if len(argv) == 3 and argv[1] == "-m" and argv[2] in runners:
+        pid = os.fork()
+        if pid == 0:
+            _run(request, fds, [listener, conn, *children.values()])
+        children[pid] = conn
     for fd in fds:
         os.close(fd)
-    children[pid] = conn
-    conn.sendall(PID.pack(pid))
+    try:
+        conn.sendall(PID.pack(pid))
+    except OSError:  # the launcher is gone: so is its process
+        if pid > 0:
+            _kill(pid)
+    if pid < 0:
+        conn.close()
 
 
 def _kill(pid: int) -> None:
