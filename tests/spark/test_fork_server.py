@@ -1,7 +1,8 @@
 """The fork server of kspark's local session (``kspark.spark.internals.fork_server``) and its
 launcher: a module the server runs is forked from it with the launcher's standard streams,
 working directory, environment and arguments, and ends with its launcher; anything else, or
-no server at all, runs in Python itself; the server ends with the process that started it. In
+no server at all, runs in Python itself; a malformed request is closed and leaves nothing
+open; the server ends with the process that started it. In
 the shared Spark session, a query's streaming source runs in a process of the server."""
 
 from __future__ import annotations
@@ -92,6 +93,26 @@ def test_anything_else_runs_in_python_itself(server, launcher, tmp_path, where):
     seen = json.loads(done.stdout)
     assert seen["ppid"] == os.getpid()  # the launcher became Python itself
     assert done.returncode == 4
+
+
+@pytest.mark.parametrize("request_bytes",
+                         [b"", b"\x00\x00\x00\x02[]", b"\x00\x00\x00\x09not json!"])
+def test_a_malformed_request_leaves_the_server_answering(server, launcher, request_bytes):
+    import socket
+
+    path, process = server
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(path)
+        if request_bytes:
+            socket.send_fds(conn, [request_bytes[:4]], [0, 1, 2])
+            conn.sendall(request_bytes[4:])
+        conn.shutdown(socket.SHUT_WR)
+        assert conn.recv(8) == b""  # closed without an answer
+    done = subprocess.run([launcher, "-m", "fork_probe"], capture_output=True, timeout=60,
+                          env=_env(path))
+    assert json.loads(done.stdout)["ppid"] == process.pid
+    # its standard streams and its socket: nothing a request passed along was kept open
+    assert len(os.listdir(f"/proc/{process.pid}/fd")) == 4
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])

@@ -46,18 +46,21 @@ _TICK = 0.05
 
 
 def _request(conn: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
-    """A launcher's request and the standard streams it passed (``None``: not one)."""
+    """A launcher's request and the standard streams it passed (``None``: not one; whatever
+    came with it closed)."""
     head, fds, _, _ = socket.recv_fds(conn, REQUEST.size, 3)
-    if len(head) != REQUEST.size or len(fds) != 3:
+    try:
+        if len(head) != REQUEST.size or len(fds) != 3:
+            raise ValueError("not a request")
+        body = read_exactly(conn, REQUEST.unpack(head)[0])
+        request = None if body is None else json.loads(body)
+        if not isinstance(request, dict) or not isinstance(request.get("argv"), list):
+            raise ValueError("not a request")
+    except (OSError, ValueError):
         for fd in fds:
             os.close(fd)
         return None
-    body = read_exactly(conn, REQUEST.unpack(head)[0])
-    if body is None:
-        for fd in fds:
-            os.close(fd)
-        return None
-    return json.loads(body), fds
+    return request, fds
 
 
 def _run(request: dict[str, Any], fds: list[int], closing: list[socket.socket]) -> None:
@@ -139,13 +142,13 @@ def _accept(listener: socket.socket, children: dict[int, socket.socket],
     conn, _ = listener.accept()
     try:
         got = _request(conn)
-        argv = None if got is None else got[0].get("argv")
-    except (OSError, ValueError, AttributeError):
-        got, argv = None, None
-    if got is None or not isinstance(argv, list):
+    except OSError:
+        got = None
+    if got is None:
         conn.close()
         return
     request, fds = got
+    argv = request["argv"]
     pid = -1
     if len(argv) == 3 and argv[1] == "-m" and argv[2] in runners:
         pid = os.fork()
