@@ -8,13 +8,12 @@ the driver's memory, keyed by batch id, so a replayed batch replaces itself (wri
 
 from __future__ import annotations
 
-import os
 import tempfile
 from typing import Any
 
 from kspark.hashing import kafka_partition
 from kspark.io.files import FileTopic
-from kspark.io.schema import sink_rows
+from kspark.io.schema import SINK_SCHEMA, sink_rows
 from kspark.serdes import Json, Serde, as_serde
 
 
@@ -63,14 +62,14 @@ class MemoryTopic(FileTopic):
         self.flush()
 
     def flush(self) -> None:
-        """Make the queued records visible to the source as one new file."""
+        """Make the queued records visible to the source as one new file, at once under its
+        final name (a source polling meanwhile sees it whole or not at all)."""
         if not self._pending:
             return
-        super().write_batch(self._files, self._pending)
-        os.replace(
-            os.path.join(self.path, f"batch-{self._files:012d}.jsonl"),
-            os.path.join(self.path, f"in-{self._files:012d}.jsonl"),
-        )
+        import pyarrow as pa
+
+        columns = [list(c) for c in zip(*self._pending)]
+        self.write_file(self.path, f"in-{self._files:012d}", pa.table(columns, schema=SINK_SCHEMA))
         self._files += 1
         self._pending = []
 

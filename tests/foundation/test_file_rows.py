@@ -34,6 +34,26 @@ def test_a_kspark_file_with_more_partitions_than_the_topic_declares_is_refused(t
         file_rows(os.path.join(data, name), "kspark", "key", None, "timestamp", 1)
 
 
+def test_a_memory_topics_file_appears_once_under_its_final_name(monkeypatch):
+    # a source polling while records are flushed lists each file whole, under the one name it
+    # keeps (a file listed under a name it then loses cannot be read)
+    from kspark.io.files import list_data_files
+
+    topic = io.memory(serdes.String(), serdes.String(), partitions=2)
+    listings = []
+    replace = os.replace
+
+    def watched(src, dst):
+        replace(src, dst)
+        listings.append(list_data_files(topic.path))
+
+    monkeypatch.setattr(os, "replace", watched)
+    topic.send_all([(f"k{i}", "v", i) for i in range(20)], per_file=7)
+    final = list_data_files(topic.path)
+    assert final == [f"in-{i:012d}.jsonl" for i in range(3)]
+    assert listings == [final[:1], final[:2], final]
+
+
 @pytest.mark.parametrize("row, problem", [
     ({"user": "u", "ts": "soon"}, "timestamp field 'ts' is not a whole number: 'soon'"),
     ({"user": "u"}, "no timestamp field 'ts' (fields: 'user')"),
